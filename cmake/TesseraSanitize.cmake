@@ -1,0 +1,15 @@
+# AddressSanitizer + UndefinedBehaviorSanitizer for the CPU build. Only Tessera's own code
+# is instrumented; Kokkos and the Debian libraries are linked as they are.
+if(TESSERA_ENABLE_CUDA)
+  message(FATAL_ERROR "TESSERA_SANITIZE is for the CPU build; configure without TESSERA_ENABLE_CUDA")
+endif()
+set(TESSERA_SANITIZE_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer
+    -fno-sanitize-recover=undefined)
+add_compile_options(${TESSERA_SANITIZE_FLAGS})
+add_link_options(${TESSERA_SANITIZE_FLAGS})
+# MPICH allocates process-lifetime objects it never frees; tests/sanitize/lsan.supp names
+# those frames (and only MPICH's), so Tessera's own leaks still fail the run.
+set(TESSERA_SANITIZE_ENV
+    "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_init_order=1"
+    "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/sanitize/lsan.supp:print_suppressions=0"
+    "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")

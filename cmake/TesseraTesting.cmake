@@ -1,0 +1,50 @@
+# Test registration. Every test binary links tessera_test_main, which starts the Runtime
+# and makes each test fail on every rank when it fails on any rank.
+#
+#   tessera_add_test(<name> SOURCES ... [DEPS ...] [LABELS ...])
+#       one process, no launcher; label `unit`.
+#   tessera_add_mpi_test(<name> SOURCES ... RANKS 1 2 3 4 [DEPS ...] [LABELS ...] [ARGS ...])
+#       one ctest entry per rank count, `<name>_npN`, run as `mpiexec -n N`; label `mpi`.
+# In CUDA builds every test also carries the label `cuda`: it needs a GPU to run.
+
+set(TESSERA_TEST_TIMEOUT 300 CACHE STRING "Seconds before ctest kills a hung test")
+set(TESSERA_MPIEXEC_EXTRA_FLAGS "" CACHE STRING "Extra flags for mpiexec, before -n")
+
+function(_tessera_test_executable name)
+  cmake_parse_arguments(arg "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${arg_SOURCES})
+  target_link_libraries(${name} PRIVATE tessera_test_main ${arg_DEPS})
+  target_compile_options(${name} PRIVATE ${TESSERA_WARNINGS})
+endfunction()
+
+function(_tessera_test_properties test labels)
+  if(TESSERA_ENABLE_CUDA)
+    list(APPEND labels cuda)
+  endif()
+  set_tests_properties(${test} PROPERTIES LABELS "${labels}" TIMEOUT ${TESSERA_TEST_TIMEOUT})
+  if(TESSERA_SANITIZE)
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT ${TESSERA_SANITIZE_ENV})
+  endif()
+endfunction()
+
+function(tessera_add_test name)
+  cmake_parse_arguments(arg "" "" "SOURCES;DEPS;LABELS;ARGS" ${ARGN})
+  _tessera_test_executable(${name} SOURCES ${arg_SOURCES} DEPS ${arg_DEPS})
+  add_test(NAME ${name} COMMAND ${name} ${arg_ARGS})
+  _tessera_test_properties(${name} "unit;${arg_LABELS}")
+endfunction()
+
+function(tessera_add_mpi_test name)
+  cmake_parse_arguments(arg "" "" "SOURCES;DEPS;LABELS;RANKS;ARGS" ${ARGN})
+  if(NOT arg_RANKS)
+    message(FATAL_ERROR "tessera_add_mpi_test(${name}): say which RANKS it runs on")
+  endif()
+  _tessera_test_executable(${name} SOURCES ${arg_SOURCES} DEPS ${arg_DEPS})
+  foreach(n IN LISTS arg_RANKS)
+    add_test(NAME ${name}_np${n}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${TESSERA_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${n}
+                     ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS} ${arg_ARGS})
+    _tessera_test_properties(${name}_np${n} "mpi;${arg_LABELS}")
+    set_tests_properties(${name}_np${n} PROPERTIES PROCESSORS ${n})
+  endforeach()
+endfunction()
