@@ -5,11 +5,8 @@ set(TESSERA_GENERATED_DIR "${PROJECT_BINARY_DIR}/generated")
 configure_file("${PROJECT_SOURCE_DIR}/cmake/tessera_config.hpp.in"
                "${TESSERA_GENERATED_DIR}/tessera_config.hpp" @ONLY)
 
+# nvcc_wrapper hands flags it does not know (these included) to the host compiler.
 set(TESSERA_WARNINGS -Wall -Wextra)
-if(TESSERA_ENABLE_CUDA)
-  # nvcc_wrapper forwards host-compiler warnings only when they are marked as such.
-  set(TESSERA_WARNINGS -Xcompiler=-Wall)
-endif()
 
 set_property(GLOBAL PROPERTY TESSERA_LIBRARIES "")
 

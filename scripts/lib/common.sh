@@ -14,3 +14,26 @@ patch_set_hash() {
   { cat "$TESSERA_ROOT"/cmake/patches/kokkos-*/*.patch 2>/dev/null; echo "$TESSERA_CUDA_ARCH"; } \
     | sha256sum | cut -c1-16
 }
+
+# Configures and builds one variant of Tessera: cpu | cuda | sanitize.
+#   build_variant <variant> <build dir> [extra cmake arguments...]
+build_variant() {
+  local variant="$1" dir="$2"
+  shift 2
+  local args=()
+  case "$variant" in
+    cpu) args=(-DKokkos_ROOT="$(kokkos_prefix openmp)") ;;
+    sanitize) args=(-DKokkos_ROOT="$(kokkos_prefix openmp)" -DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+    cuda)
+      export PATH="$PATH:/usr/local/cuda/bin"  # nvcc_wrapper calls nvcc from PATH
+      args=(-DTESSERA_ENABLE_CUDA=ON -DKokkos_ROOT="$(kokkos_prefix cuda)"
+            -DCMAKE_CXX_COMPILER="$(kokkos_prefix cuda)/bin/nvcc_wrapper") ;;
+    *) die "unknown build variant '$variant'" ;;
+  esac
+  mkdir -p "$dir"
+  cmake -S "$TESSERA_ROOT" -B "$dir" "${args[@]}" "$@" >"$dir/configure.log" 2>&1 \
+    || { cat "$dir/configure.log" >&2; die "configuring the $variant build failed"; }
+  log "building ($variant) in $dir"
+  cmake --build "$dir" -j "$(nproc)" >"$dir/build.log" 2>&1 \
+    || { grep -E -B2 -A12 'error|Error' "$dir/build.log" | head -120 >&2; die "the $variant build failed; full log: $dir/build.log"; }
+}
