@@ -1,0 +1,45 @@
+#pragma once
+// Nccl (CUDA builds): device buffers moved by ncclSend/ncclRecv, all of one exchange in one
+// ncclGroupStart/End on the transport's stream. The NCCL communicator is built once per MPI
+// communicator (rank 0 makes the unique id, MPI_Bcast shares it) and kept as an attribute
+// of that communicator, so it dies with it. NCCL needs one GPU per rank; the factory never
+// picks it when two ranks share a device.
+
+#include "tessera_config.hpp"
+#if TESSERA_ENABLE_CUDA
+
+#include <mpi.h>
+#include <nccl.h>
+
+#include <memory>
+#include <vector>
+
+#include "halo/cuda_check.hpp"
+#include "halo/transport.hpp"
+
+namespace tessera::halo {
+
+class Nccl final : public Transport {
+ public:
+  // Collective over `comm` the first time a given communicator is used.
+  explicit Nccl(MPI_Comm comm);
+  ~Nccl() override;
+
+  std::string_view name() const override { return "nccl"; }
+  BufferPlace buffer_place() const override { return BufferPlace::device; }
+  // NCCL matches sends and receives only within one group, so receives are recorded here
+  // and issued with the sends.
+  void post_receives(std::byte* buffer, std::span<const Envelope> messages) override;
+  void post_sends(const std::byte* buffer, std::span<const Envelope> messages) override;
+  void wait() override;
+
+ private:
+  std::shared_ptr<ncclComm> comm_;  // ncclComm_t is ncclComm*
+  OwnStream stream_;
+  std::byte* receive_buffer_ = nullptr;
+  std::vector<Envelope> receives_;
+  bool launched_ = false;
+};
+
+}  // namespace tessera::halo
+#endif
