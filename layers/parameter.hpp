@@ -1,0 +1,53 @@
+#pragma once
+// Parameter: one learnable tensor of a layer (a weight or a bias) with its gradient.
+//
+// A parameter is either replicated — every rank holds the whole tensor, as for a
+// convolution's filters — or tiled — each rank holds only the part that belongs to the
+// output positions it owns, as for a locally connected layer's untied weights. After the
+// backward pass a replicated parameter's gradient is summed over every rank (its
+// contributions come from every tile of every sample); a tiled parameter's gradient is
+// summed only over the sample group (ranks holding the same tile of other samples).
+// Optimizers reduce norms over the same ranks that share the tensor.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::layers {
+
+enum class Sharing {
+  replicated,  // whole tensor on every rank; gradient allreduced over all ranks
+  tiled,       // this rank's slice only; gradient allreduced over the sample group
+};
+
+template <class T>
+struct Parameter {
+  using View = Kokkos::View<T*, Kokkos::DefaultExecutionSpace::memory_space>;
+
+  std::string name;                   // "weight" or "bias": the state_dict key's last part
+  std::vector<std::int64_t> shape;    // global shape (e.g. OIHW for a conv weight)
+  std::vector<std::int64_t> offset;   // where this rank's slice starts in the global tensor
+  std::vector<std::int64_t> extent;   // this rank's slice; == shape when replicated
+  Sharing sharing = Sharing::replicated;
+  View value;                         // this rank's elements, row-major over `extent`
+  View grad;                          // same layout; backward() adds into it
+
+  Parameter() = default;
+  Parameter(std::string param_name, std::vector<std::int64_t> global_shape, const std::string& owner)
+      : name(std::move(param_name)), shape(global_shape), offset(global_shape.size(), 0), extent(global_shape),
+        value(owner + "." + name, element_count(global_shape)),
+        grad(owner + "." + name + ".grad", element_count(global_shape)) {}
+
+  static std::size_t element_count(const std::vector<std::int64_t>& dims) {
+    std::size_t n = 1;
+    for (auto d : dims) n *= static_cast<std::size_t>(d);
+    return n;
+  }
+  std::size_t local_size() const { return value.extent(0); }
+  void zero_grad() const { Kokkos::deep_copy(grad, T(0)); }
+};
+
+}  // namespace tessera::layers
