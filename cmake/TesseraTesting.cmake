@@ -48,3 +48,13 @@ function(tessera_add_mpi_test name)
     set_tests_properties(${name}_np${n} PROPERTIES PROCESSORS ${n})
   endforeach()
 endfunction()
+
+# tessera_add_failure_test(<name> EXPECT <regex> COMMAND <command...> [LABELS ...])
+# Passes when the command exits non-zero and prints something matching EXPECT.
+function(tessera_add_failure_test name)
+  cmake_parse_arguments(arg "" "EXPECT" "COMMAND;LABELS" ${ARGN})
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${arg_COMMAND}" "-DEXPECT=${arg_EXPECT}"
+                   -P ${PROJECT_SOURCE_DIR}/cmake/TesseraExpectFailure.cmake)
+  _tessera_test_properties(${name} "${arg_LABELS}")
+endfunction()
