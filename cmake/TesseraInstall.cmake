@@ -22,5 +22,5 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/TesseraConfigVersion.cma
   COMPATIBILITY SameMinorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/TesseraConfig.cmake"
               "${PROJECT_BINARY_DIR}/TesseraConfigVersion.cmake"
-              cmake/FindCUDNN.cmake cmake/FindNCCL.cmake
+              cmake/FindCUDNN.cmake cmake/FindNCCL.cmake cmake/TesseraFindCudaLibrary.cmake
         DESTINATION ${config_dir})

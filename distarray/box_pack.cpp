@@ -1,19 +1,18 @@
 #include "distarray/box_pack.hpp"
 
 #include <climits>
+#include <stdexcept>
 #include <string>
-#include <utility>
 
 namespace tessera {
 
 PackLayout PackLayout::end_to_end(std::vector<Box> boxes) {
   PackLayout layout;
-  layout.offsets.reserve(boxes.size());
+  layout.boxes.reserve(boxes.size());
   for (const Box& box : boxes) {
-    layout.offsets.push_back(layout.total);
+    layout.boxes.push_back({box, layout.total});
     layout.total += box.size();
   }
-  layout.boxes = std::move(boxes);
   return layout;
 }
 
@@ -29,9 +28,9 @@ MpiCounts mpi_counts(const PackLayout& layout) {
   mpi_count(layout.total);  // the last displacement must fit as well as each count
   result.counts.reserve(layout.boxes.size());
   result.displs.reserve(layout.boxes.size());
-  for (std::size_t i = 0; i < layout.boxes.size(); ++i) {
-    result.counts.push_back(static_cast<int>(layout.boxes[i].size()));
-    result.displs.push_back(static_cast<int>(layout.offsets[i]));
+  for (const BoxInBuffer& b : layout.boxes) {
+    result.counts.push_back(static_cast<int>(b.box.size()));
+    result.displs.push_back(static_cast<int>(b.buffer_offset));
   }
   return result;
 }

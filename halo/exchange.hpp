@@ -71,8 +71,8 @@ class Exchange {
     boundary_cells_ = SegmentTable<MemorySpace>(window, outside_image);
     send_envelopes_ = out.envelopes(sizeof(T));
     receive_envelopes_ = in.envelopes(sizeof(T));
-    send_buffer_ = BufferView<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "halo::send"), out.cells);
-    receive_buffer_ = BufferView<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "halo::receive"), in.cells);
+    send_buffer_ = BufferView<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "halo::send"), out.total);
+    receive_buffer_ = BufferView<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "halo::receive"), in.total);
   }
 
   void start() {

@@ -128,15 +128,15 @@ Row measure(const ProcessGrid& grid, const Options& o, std::int64_t width) {
 
   // The kernels alone, on buffers laid out exactly as the exchange lays them out.
   const auto sends = halo::BufferLayout::of(plan.sends()), receives = halo::BufferLayout::of(plan.receives());
-  const halo::SegmentTable<MemorySpace> send_table(a.window_box(), sends.boxes), receive_table(a.window_box(), receives.boxes);
-  halo::BufferView<Element, MemorySpace> send("send", sends.cells), receive("receive", receives.cells);
-  halo::BufferView<Element, MemorySpace> copy_from("copy_from", sends.cells), copy_to("copy_to", sends.cells);
-  const double pack_s = seconds_per_call(o.iters, [&] { halo::pack(send_table, a.window(), send); });
-  const double unpack_s = seconds_per_call(o.iters, [&] { halo::unpack(receive_table, a.window(), receive); });
+  const SegmentTable<MemorySpace> send_table(a.window_box(), sends.boxes), receive_table(a.window_box(), receives.boxes);
+  BufferView<Element, MemorySpace> send("send", sends.total), receive("receive", receives.total);
+  BufferView<Element, MemorySpace> copy_from("copy_from", sends.total), copy_to("copy_to", sends.total);
+  const double pack_s = seconds_per_call(o.iters, [&] { pack(send_table, a.window(), send); });
+  const double unpack_s = seconds_per_call(o.iters, [&] { unpack(receive_table, a.window(), receive); });
   const double copy_s = seconds_per_call(o.iters, [&] { Kokkos::deep_copy(copy_to, copy_from); });
 
-  const double send_bytes = static_cast<double>(sends.cells) * sizeof(Element);
-  const double receive_bytes = static_cast<double>(receives.cells) * sizeof(Element);
+  const double send_bytes = static_cast<double>(sends.total) * sizeof(Element);
+  const double receive_bytes = static_cast<double>(receives.total) * sizeof(Element);
   auto rate = [](double bytes, double s) { return s > 0 && bytes > 0 ? bytes / s / 1e9 : 0.0; };
   const int ranks = grid.size();
   Row row;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "distarray/dist_array.hpp"
-#include "tests/distarray/grid_cases.hpp"
 #include "tests/distarray/indexed_cells.hpp"
+#include "tests/support/grid_cases.hpp"
 
 namespace tessera {
 namespace {
@@ -57,7 +57,7 @@ TEST(DistArray, OwnedTilesCoverTheImageOnceWithBalancedBlocks) {
 
     std::vector<int> covered(static_cast<std::size_t>(Box::from_shape(kShape).size()), 0);
     for (const Box& tile : tiles)
-      testing::for_each_cell(tile, [&](const Index4& i) { ++covered[Box::from_shape(kShape).linear(i)]; });
+      testing::for_each_index(tile, [&](const Index4& i) { ++covered[Box::from_shape(kShape).linear(i)]; });
     for (std::size_t i = 0; i < covered.size(); ++i) EXPECT_EQ(covered[i], 1) << "cell " << i;
 
     // Along each split dimension, the tile extents differ by at most one.

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "distarray/gather_scatter.hpp"
-#include "tests/distarray/grid_cases.hpp"
 #include "tests/distarray/indexed_cells.hpp"
+#include "tests/support/grid_cases.hpp"
 
 namespace tessera {
 namespace {

@@ -15,6 +15,7 @@
 
 #include "distarray/dist_array.hpp"
 #include "distarray/gather_scatter.hpp"
+#include "tests/support/host_cells.hpp"
 
 namespace tessera::testing {
 
@@ -30,31 +31,17 @@ T value_at(std::int64_t linear) {
 template <class T>
 constexpr T kUntouched = static_cast<T>(std::is_signed_v<T> ? -7 : 253);
 
-template <class F>
-void for_each_cell(const Box& box, F&& f) {
-  for (std::int64_t n = box.lo[N]; n < box.hi[N]; ++n)
-    for (std::int64_t c = box.lo[C]; c < box.hi[C]; ++c)
-      for (std::int64_t h = box.lo[H]; h < box.hi[H]; ++h)
-        for (std::int64_t w = box.lo[W]; w < box.hi[W]; ++w) f(Index4{n, c, h, w});
-}
-
 inline std::string describe_cell(const Index4& i) {
   std::ostringstream out;
   out << "(" << i[N] << ", " << i[C] << ", " << i[H] << ", " << i[W] << ")";
   return out.str();
 }
 
-// `at(i)` is the element for global cell i of a view whose corner is global cell `corner`.
-template <class View>
-auto& at(const View& view, const Index4& corner, const Index4& i) {
-  return view(i[N] - corner[N], i[C] - corner[C], i[H] - corner[H], i[W] - corner[W]);
-}
-
 template <class T>
 HostArray<T> indexed_global(const Shape4& shape) {
   HostArray<T> global("indexed_global", shape[N], shape[C], shape[H], shape[W]);
   const Box all = Box::from_shape(shape);
-  for_each_cell(all, [&](const Index4& i) { at(global, all.lo, i) = value_at<T>(all.linear(i)); });
+  for_each_index(all, [&](const Index4& i) { at(global, all.lo, i) = value_at<T>(all.linear(i)); });
   return global;
 }
 
@@ -65,7 +52,7 @@ template <class T>
       return ::testing::AssertionFailure() << "global array has the wrong extent in dimension " << d;
   const Box all = Box::from_shape(shape);
   std::optional<Index4> bad;
-  for_each_cell(all, [&](const Index4& i) {
+  for_each_index(all, [&](const Index4& i) {
     if (!bad && at(global, all.lo, i) != value_at<T>(all.linear(i))) bad = i;
   });
   if (!bad) return ::testing::AssertionSuccess();
@@ -77,12 +64,8 @@ template <class T>
 // Owned cells get their global index, halo cells kUntouched.
 template <class T, class M>
 void fill_with_global_index(const DistArray<T, M>& a) {
-  const Box all = a.distribution().global_box(), own = a.owned_box(), win = a.window_box();
-  auto host = Kokkos::create_mirror_view(a.window());
-  for_each_cell(win, [&](const Index4& i) {
-    at(host, win.lo, i) = own.contains(i) ? value_at<T>(all.linear(i)) : kUntouched<T>;
-  });
-  Kokkos::deep_copy(a.window(), host);
+  const Box all = a.distribution().global_box(), own = a.owned_box();
+  set_window(a, [&](const Index4& i) { return own.contains(i) ? value_at<T>(all.linear(i)) : kUntouched<T>; });
 }
 
 // Every owned cell holds its global index and every halo cell is still kUntouched.
@@ -92,7 +75,7 @@ template <class T, class M>
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a.window());
   auto expected = [&](const Index4& i) { return own.contains(i) ? value_at<T>(all.linear(i)) : kUntouched<T>; };
   std::optional<Index4> bad;
-  for_each_cell(win, [&](const Index4& i) {
+  for_each_index(win, [&](const Index4& i) {
     if (!bad && at(host, win.lo, i) != expected(i)) bad = i;
   });
   if (!bad) return ::testing::AssertionSuccess();

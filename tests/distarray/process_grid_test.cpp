@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "distarray/process_grid.hpp"
-#include "tests/distarray/grid_cases.hpp"
+#include "tests/support/grid_cases.hpp"
 
 namespace tessera {
 namespace {

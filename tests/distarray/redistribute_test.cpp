@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "distarray/redistribute.hpp"
-#include "tests/distarray/grid_cases.hpp"
 #include "tests/distarray/indexed_cells.hpp"
+#include "tests/support/grid_cases.hpp"
 
 namespace tessera {
 namespace {

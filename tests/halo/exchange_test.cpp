@@ -16,8 +16,8 @@
 namespace tessera::halo {
 namespace {
 
+using testing::all_grids;
 using testing::count_mismatches;
-using testing::grids_for;
 using testing::set_window;
 using testing::world_size;
 
@@ -62,6 +62,16 @@ int fill_errors(const Array& a, const Box& rule_window, double boundary, std::st
     if (!rule_window.contains(g)) return a.owned_box().contains(g) ? T(image.linear(g)) : T(kPoison);
     return image.contains(g) ? T(image.linear(g)) : T(boundary);
   }, report);
+}
+
+// A fill of a DistArray<T> of case `c` on `grid` over the whole allocation, checked.
+template <class T>
+int fill_case_errors(const ProcessGrid& grid, const GridDims& g, const WidthCase& c, std::string* report) {
+  DistArray<T> a(grid, c.shape(g), c.halo);
+  write_owned_indices(a);
+  auto exchange = make_exchange(a, grown_by(c.halo));
+  exchange.run();
+  return fill_errors(a, a.window_box(), 0.0, report);
 }
 
 // What every rank writes into its whole window before an accumulate; boundary cells get a
@@ -145,21 +155,17 @@ std::string message_of(F f) {
 }
 
 TEST(HaloFill, OwnersCellsFillEveryWindowOnEveryGrid) {
-  for (const GridDims& g : grids_for(world_size())) {
+  for (const GridDims& g : all_grids(world_size())) {
     ProcessGrid grid(MPI_COMM_WORLD, g);
     for (const WidthCase& c : kCases) {
-      DistArray<double> a(grid, c.shape(g), c.halo);
-      write_owned_indices(a);
-      auto exchange = make_exchange(a, grown_by(c.halo));
-      exchange.run();
       std::string report;
-      EXPECT_EQ(fill_errors(a, a.window_box(), 0.0, &report), 0) << describe(g, c) << report;
+      EXPECT_EQ(fill_case_errors<double>(grid, g, c, &report), 0) << describe(g, c) << report;
     }
   }
 }
 
 TEST(HaloAccumulate, HaloCellsAreAddedIntoTheirOwnersOnEveryGrid) {
-  for (const GridDims& g : grids_for(world_size())) {
+  for (const GridDims& g : all_grids(world_size())) {
     ProcessGrid grid(MPI_COMM_WORLD, g);
     for (const WidthCase& c : kCases) {
       DistArray<double> a(grid, c.shape(g), c.halo);
@@ -170,7 +176,7 @@ TEST(HaloAccumulate, HaloCellsAreAddedIntoTheirOwnersOnEveryGrid) {
 }
 
 TEST(HaloStrided, AsymmetricWindowsOfAStridedConvolutionFillAndAccumulate) {
-  for (const GridDims& g : grids_for(world_size())) {
+  for (const GridDims& g : all_grids(world_size())) {
     ProcessGrid grid(MPI_COMM_WORLD, g);
     const Shape4 in_shape{g[0], 2, 12, 11};
     const Distribution out({g[0], 2, 6, 6}, g);  // (12 + 2 - 3) / 2 + 1 = 6, (11 + 2 - 3) / 2 + 1 = 6
@@ -210,15 +216,11 @@ TEST(HaloFill, RuleSmallerThanAllocationLeavesTheRestAndBoundaryRuleApplies) {
 }
 
 TEST(HaloFill, IntegerElements) {
-  for (const GridDims& g : grids_for(world_size())) {
+  for (const GridDims& g : all_grids(world_size())) {
     ProcessGrid grid(MPI_COMM_WORLD, g);
     const WidthCase& c = kCases[1];
-    DistArray<std::int64_t> a(grid, c.shape(g), c.halo);
-    write_owned_indices(a);
-    auto exchange = make_exchange(a, grown_by(c.halo));
-    exchange.run();
     std::string report;
-    EXPECT_EQ(fill_errors(a, a.window_box(), 0.0, &report), 0) << describe(g, c) << report;
+    EXPECT_EQ(fill_case_errors<std::int64_t>(grid, g, c, &report), 0) << describe(g, c) << report;
   }
 }
 

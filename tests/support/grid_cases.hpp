@@ -1,7 +1,7 @@
 #pragma once
 // The process grids a test runs over: every way to write the launched rank count as
 // pn x ph x pw, so each rank count (1, 2, 3, 4, 6, ...) gets its spatial, sample and mixed
-// grids without a hand-kept list that could miss one.
+// grids without a hand-kept list that could miss one. Shared by every MPI test.
 
 #include <mpi.h>
 
@@ -23,6 +23,7 @@ inline int world_rank() {
   return rank;
 }
 
+// Every {pn, ph, pw} with pn * ph * pw == ranks.
 inline std::vector<GridDims> all_grids(int ranks) {
   std::vector<GridDims> grids;
   for (int pn = 1; pn <= ranks; ++pn)
