@@ -4,6 +4,13 @@
 find_package(MPI 3.0 REQUIRED COMPONENTS CXX)
 find_package(Kokkos REQUIRED)
 find_package(Boost 1.71 REQUIRED COMPONENTS program_options)
+# Data and checkpoints are read and written by all ranks at once: HDF5 built for MPI.
+set(HDF5_PREFER_PARALLEL TRUE)
+find_package(HDF5 1.10 REQUIRED COMPONENTS C)
+if(NOT HDF5_IS_PARALLEL)
+  message(FATAL_ERROR "the HDF5 found (${HDF5_VERSION}) is not built for MPI; install libhdf5-mpich-dev "
+                      "or point HDF5_ROOT at a parallel HDF5")
+endif()
 
 if(TESSERA_ENABLE_CUDA)
   if(NOT Kokkos_DEVICES MATCHES "CUDA")
