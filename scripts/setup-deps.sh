@@ -23,7 +23,8 @@ for arg in "$@"; do
 done
 
 packages=(cmake make g++ pkg-config libmpich-dev mpich libboost-program-options-dev
-          libgtest-dev libdnnl-dev libhdf5-mpich-dev hdf5-tools ca-certificates)
+          libgtest-dev libdnnl-dev libhdf5-mpich-dev hdf5-tools ca-certificates
+          zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist)
 
 install_packages() {
   local missing=()
