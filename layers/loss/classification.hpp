@@ -1,0 +1,122 @@
+#pragma once
+// The one pass over owned (n, h, w) cells behind cross_entropy_loss and accuracy: softmax
+// over the class dimension, which is never split across ranks (channels are not split in
+// Tessera), so it is local per cell; only the means over the global batch need the grid.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#include "layers/layer.hpp"
+#include "layers/loss/device_math.hpp"
+#include "layers/loss/grid_sum.hpp"
+#include "layers/loss/loss_inputs.hpp"
+
+namespace tessera::layers {
+
+// Means over every (n, h, w) cell of the global batch; the same on every rank.
+struct ClassificationStats {
+  double loss = 0;      // softmax cross-entropy, as nn.CrossEntropyLoss(reduction='mean')
+  double accuracy = 0;  // fraction of cells whose arg-max class is the label
+};
+
+namespace detail {
+
+// One rank's sums over its owned cells; a struct so that one reduction carries all three.
+struct ClassSums {
+  double loss = 0;
+  double correct = 0;
+  double bad_labels = 0;  // labels outside [0, K): reported, never indexed with
+  KOKKOS_INLINE_FUNCTION void operator+=(const ClassSums& o) {
+    loss += o.loss, correct += o.correct, bad_labels += o.bad_labels;
+  }
+  // Kokkos 3 joins partial results through volatile references; C++20 deprecates
+  // compound assignment to volatile, hence the spelled-out form.
+  KOKKOS_INLINE_FUNCTION void operator+=(const volatile ClassSums& o) volatile {
+    loss = loss + o.loss;
+    correct = correct + o.correct;
+    bad_labels = bad_labels + o.bad_labels;
+  }
+};
+
+// Free function, not a member or test body: CUDA allows extended lambdas only there.
+// dx(n, k, h, w) = (softmax_k - [k == label]) * grad_scale when write_grad.
+template <class T>
+ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const OwnedLabels& labels,
+                               const typename Tensor<T>::SubView& dx, bool write_grad, T grad_scale) {
+  using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
+  const auto classes = static_cast<std::int64_t>(x.extent(1));
+  const PixelIndex at{static_cast<std::int64_t>(x.extent(2)), static_cast<std::int64_t>(x.extent(3))};
+  const auto cells = static_cast<std::int64_t>(x.extent(0)) * at.height * at.width;
+  ClassSums sums;
+  Kokkos::parallel_reduce(
+      "tessera::softmax_cross_entropy", Policy(0, cells),
+      KOKKOS_LAMBDA(const std::int64_t i, ClassSums& s) {
+        const std::int64_t n = at.n(i), h = at.h(i), w = at.w(i);
+        const std::int64_t label = labels(n, h, w);
+        // Subtracting the maximum keeps exp() from overflowing: log-sum-exp is exact for any shift.
+        T top = x(n, 0, h, w);
+        std::int64_t best = 0;  // first maximum, as torch.argmax
+        for (std::int64_t k = 1; k < classes; ++k)
+          if (x(n, k, h, w) > top) top = x(n, k, h, w), best = k;
+        T total = 0;
+        for (std::int64_t k = 0; k < classes; ++k) total += device_math::exp(x(n, k, h, w) - top);
+        if (label < 0 || label >= classes) {
+          s.bad_labels += 1;
+          if (write_grad)
+            for (std::int64_t k = 0; k < classes; ++k) dx(n, k, h, w) = T(0);
+          return;
+        }
+        s.loss += static_cast<double>(device_math::log(total) + top - x(n, label, h, w));
+        s.correct += best == label ? 1.0 : 0.0;
+        if (write_grad)
+          for (std::int64_t k = 0; k < classes; ++k) {
+            const T p = device_math::exp(x(n, k, h, w) - top) / total;
+            dx(n, k, h, w) = (p - (k == label ? T(1) : T(0))) * grad_scale;
+          }
+      },
+      sums);
+  return sums;
+}
+
+template <class T>
+ClassificationStats classify(const Tensor<T>& logits, const OwnedLabels& labels, const Tensor<T>* dlogits) {
+  constexpr const char* what = "softmax cross-entropy";
+  const Shape4 global = logits.distribution().global_shape();
+  const double cells = static_cast<double>(global[N] * global[H] * global[W]);
+  LocalPart<2> part;
+  part.problem = labels_problem(what, logits, labels);
+  if (part.problem.empty() && dlogits) part.problem = gradient_problem(what, logits, *dlogits);
+  if (part.problem.empty()) {
+    const ClassSums s = classify_owned_cells<T>(logits.owned(), labels,
+                                                dlogits ? dlogits->owned() : typename Tensor<T>::SubView(),
+                                                dlogits != nullptr, static_cast<T>(1.0 / cells));
+    part.sums = {s.loss, s.correct};
+    if (s.bad_labels > 0)
+      part.problem = std::string(what) + ": " + std::to_string(static_cast<std::int64_t>(s.bad_labels)) +
+                     " label(s) outside [0, " + std::to_string(global[C]) + ") on rank " +
+                     std::to_string(logits.grid().rank());
+  }
+  const auto total = sum_over_grid(logits.grid(), part, what);
+  return {total[0] / cells, total[1] / cells};
+}
+
+}  // namespace detail
+
+// Loss and accuracy of logits (N, K, H, W) against a class label per (n, h, w) cell, in one
+// pass; writes dlogits' owned cells with the gradient of the mean loss. Collective over the
+// logits' grid. Throws std::invalid_argument on every rank for a label outside [0, K) or
+// labels / dlogits that do not match the logits' owned cells.
+template <class T>
+ClassificationStats classification_stats(const Tensor<T>& logits, const OwnedLabels& labels,
+                                         const Tensor<T>& dlogits) {
+  return detail::classify(logits, labels, &dlogits);
+}
+
+// The same without a gradient: for evaluation.
+template <class T>
+ClassificationStats classification_stats(const Tensor<T>& logits, const OwnedLabels& labels) {
+  return detail::classify<T>(logits, labels, nullptr);
+}
+
+}  // namespace tessera::layers

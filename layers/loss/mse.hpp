@@ -1,0 +1,76 @@
+#pragma once
+// Mean squared error over every element of the global output, as nn.MSELoss(
+// reduction='mean'): loss = sum (y - target)^2 / numel, dy = 2 (y - target) / numel.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "layers/layer.hpp"
+#include "layers/loss/grid_sum.hpp"
+#include "layers/loss/loss_inputs.hpp"
+
+namespace tessera::layers {
+namespace detail {
+
+// Free function: CUDA allows extended lambdas only outside member functions and test bodies.
+template <class T>
+double squared_error_sum(const typename Tensor<T>::SubView& y, const OwnedTargets<T>& target,
+                         const typename Tensor<T>::SubView& dy, bool write_grad, T grad_scale) {
+  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
+  const Policy cells({0, 0, 0, 0}, {static_cast<std::int64_t>(y.extent(0)), static_cast<std::int64_t>(y.extent(1)),
+                                    static_cast<std::int64_t>(y.extent(2)), static_cast<std::int64_t>(y.extent(3))});
+  double sum = 0;
+  Kokkos::parallel_reduce(
+      "tessera::mse", cells,
+      KOKKOS_LAMBDA(const std::int64_t n, const std::int64_t c, const std::int64_t h, const std::int64_t w,
+                    double& s) {
+        const T diff = y(n, c, h, w) - target(n, c, h, w);
+        s += static_cast<double>(diff) * static_cast<double>(diff);
+        if (write_grad) dy(n, c, h, w) = T(2) * diff * grad_scale;
+      },
+      sum);
+  return sum;
+}
+
+template <class T>
+std::string targets_problem(const char* loss, const Tensor<T>& y, const OwnedTargets<T>& target) {
+  const Shape4 own = y.owned_box().shape();
+  for (int d = 0; d < kDims; ++d)
+    if (static_cast<std::int64_t>(target.extent(static_cast<unsigned>(d))) != own[d])
+      return std::string(loss) + ": targets are " +
+             describe_extents(target.extent(0), target.extent(1), target.extent(2), target.extent(3)) +
+             " but the owned box is " + describe_extents(own[N], own[C], own[H], own[W]);
+  return {};
+}
+
+template <class T>
+double mse(const Tensor<T>& y, const OwnedTargets<T>& target, const Tensor<T>* dy) {
+  constexpr const char* what = "mse loss";
+  const double elements = static_cast<double>(y.distribution().global_box().size());
+  LocalPart<1> part;
+  part.problem = targets_problem(what, y, target);
+  if (part.problem.empty() && dy) part.problem = gradient_problem(what, y, *dy);
+  if (part.problem.empty())
+    part.sums[0] = squared_error_sum<T>(y.owned(), target, dy ? dy->owned() : typename Tensor<T>::SubView(),
+                                        dy != nullptr, static_cast<T>(1.0 / elements));
+  return sum_over_grid(y.grid(), part, what)[0] / elements;
+}
+
+}  // namespace detail
+
+// The loss, identical on every rank; writes dy's owned cells. Collective over y's grid.
+// Throws std::invalid_argument on every rank when target or dy does not match y's owned box.
+template <class T>
+double mse_loss(const Tensor<T>& y, const std::type_identity_t<OwnedTargets<T>>& target, const Tensor<T>& dy) {
+  return detail::mse(y, target, &dy);
+}
+
+// The loss alone.
+template <class T>
+double mse_loss(const Tensor<T>& y, const std::type_identity_t<OwnedTargets<T>>& target) {
+  return detail::mse<T>(y, target, nullptr);
+}
+
+}  // namespace tessera::layers

@@ -1,0 +1,88 @@
+#pragma once
+// L2 norms of parameters and gradients over the whole global tensor, reduced over exactly
+// the ranks that hold different parts of it. A replicated parameter is whole on every rank
+// (and identical after the gradient reduction), so its norm is local. A tiled parameter's
+// slices lie on the ranks of one spatial group (ProcessGrid::spatial_comm()); ranks of the
+// sample group hold copies of the same slice, so they are not summed again. Sums are in
+// double whatever T is, so the result does not depend on how the tensor is cut beyond
+// rounding of the partial sums.
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "distarray/process_grid.hpp"
+#include "layers/parameter.hpp"
+
+namespace tessera::layers {
+
+struct SquaredNorms {
+  double value = 0;  // sum of w^2
+  double grad = 0;   // sum of g^2
+  KOKKOS_INLINE_FUNCTION void operator+=(const SquaredNorms& o) { value += o.value, grad += o.grad; }
+  // Kokkos 3 joins partial results through volatile references; C++20 deprecates
+  // compound assignment to volatile, hence the spelled-out form.
+  KOKKOS_INLINE_FUNCTION void operator+=(const volatile SquaredNorms& o) volatile {
+    value = value + o.value;
+    grad = grad + o.grad;
+  }
+};
+
+namespace detail {
+
+// Free function: CUDA allows extended lambdas only outside private member functions.
+// One reduction gives both sums.
+template <class View>
+SquaredNorms local_squared_norms(const View& value, const View& grad) {
+  using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
+  SquaredNorms sums;
+  Kokkos::parallel_reduce(
+      "tessera::squared_norms", Policy(0, static_cast<std::int64_t>(value.extent(0))),
+      KOKKOS_LAMBDA(const std::int64_t i, SquaredNorms& s) {
+        const double w = static_cast<double>(value(i)), g = static_cast<double>(grad(i));
+        s.value += w * w;
+        s.grad += g * g;
+      },
+      sums);
+  return sums;
+}
+
+}  // namespace detail
+
+// ||w||^2 and ||g||^2 of each parameter's global tensor. Collective over the spatial
+// group when any parameter is tiled (one MPI_Allreduce for all of them): every rank must
+// pass the same list, as every rank holds the same model.
+template <class T>
+std::vector<SquaredNorms> squared_norms(const std::vector<Parameter<T>*>& params, const ProcessGrid& grid) {
+  std::vector<SquaredNorms> norms;
+  norms.reserve(params.size());
+  std::vector<double> tiled;  // (value, grad) of each tiled parameter, in order
+  for (const Parameter<T>* p : params) {
+    norms.push_back(detail::local_squared_norms(p->value, p->grad));
+    if (p->sharing == Sharing::tiled) tiled.insert(tiled.end(), {norms.back().value, norms.back().grad});
+  }
+  if (tiled.empty()) return norms;
+  MPI_Allreduce(MPI_IN_PLACE, tiled.data(), static_cast<int>(tiled.size()), MPI_DOUBLE, MPI_SUM, grid.spatial_comm());
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i]->sharing == Sharing::tiled) {
+      norms[i].value = tiled[next++];
+      norms[i].grad = tiled[next++];
+    }
+  return norms;
+}
+
+// The L2 norm of all gradients together, as torch.nn.utils.clip_grad_norm_ reports it:
+// the same on every rank. Collective as squared_norms.
+template <class T>
+double global_grad_norm(const std::vector<Parameter<T>*>& params, const ProcessGrid& grid) {
+  double sum = 0;
+  for (const SquaredNorms& n : squared_norms(params, grid)) sum += n.grad;
+  return std::sqrt(sum);
+}
+
+}  // namespace tessera::layers

@@ -1,0 +1,114 @@
+#pragma once
+// Optimizer<T>: what every optimizer shares — the parameter list, the rate schedule, the
+// per-parameter loop and the per-parameter state. A concrete optimizer names its state
+// buffers and updates one parameter from its gradient; it never loops or allocates itself.
+//
+// step() expects gradients already reduced over the ranks that share each parameter (the
+// trainer's job). Every state buffer has the layout of the parameter's value (this rank's
+// slice, row-major over Parameter::extent), so a checkpoint writes it in global layout
+// exactly as it writes the value.
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "layers/optim/lr_schedule.hpp"
+#include "layers/parameter.hpp"
+
+namespace tessera::layers {
+
+template <class T>
+class Optimizer {
+ public:
+  using View = typename Parameter<T>::View;
+
+  struct NamedBuffer {
+    std::string name;  // PyTorch's state key: "momentum_buffer", "exp_avg", "exp_avg_sq"
+    View view;
+  };
+  // The state of one parameter: state()[i] belongs to params()[i].
+  struct State {
+    std::int64_t step = 0;  // updates this parameter has had (PyTorch's state['step'])
+    std::vector<NamedBuffer> buffers;
+  };
+
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // "sgd", "adam", "adamw", "lars": for logs and the checkpoint's /optimizer group.
+  const std::string& kind() const { return kind_; }
+
+  // One update of every parameter, at the schedule's rate for the next step.
+  void step() {
+    ++steps_;
+    const double rate = schedule_.at(steps_);
+    prepare_step();
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      ++state_[i].step;
+      update(i, rate);
+    }
+  }
+
+  void zero_grad() const {
+    for (Parameter<T>* p : params_) p->zero_grad();
+  }
+
+  const std::vector<Parameter<T>*>& params() const { return params_; }
+  // Mutable so that a checkpoint can restore step counts; buffers are written through
+  // their views.
+  std::vector<State>& state() { return state_; }
+  const std::vector<State>& state() const { return state_; }
+
+  // Steps taken, which is where the schedule stands; set when resuming from a checkpoint.
+  std::int64_t steps() const { return steps_; }
+  void set_steps(std::int64_t steps) { steps_ = steps; }
+  // The rate of the latest step (of the first step before any).
+  double lr() const { return schedule_.at(steps_ > 0 ? steps_ : 1); }
+  const LrSchedule& schedule() const { return schedule_; }
+
+ protected:
+  // Allocates, zero-filled, one buffer per name for every parameter.
+  Optimizer(std::string kind, std::vector<Parameter<T>*> params, LrSchedule schedule,
+            const std::vector<std::string>& buffer_names)
+      : kind_(std::move(kind)), params_(std::move(params)), schedule_(std::move(schedule)) {
+    state_.reserve(params_.size());
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const Parameter<T>* p = params_[i];
+      if (!p) throw std::invalid_argument(kind_ + ": parameter " + std::to_string(i) + " is null");
+      if (p->grad.extent(0) != p->value.extent(0) || p->value.extent(0) != Parameter<T>::element_count(p->extent))
+        throw std::invalid_argument(kind_ + ": parameter " + std::to_string(i) + " (" + p->name +
+                                    ") has value, grad and extent of different sizes");
+      State s;
+      for (const std::string& name : buffer_names)
+        s.buffers.push_back({name, View(p->name + "." + name, p->value.extent(0))});
+      state_.push_back(std::move(s));
+    }
+  }
+
+  // Called once per step before any update: the place for work over all parameters at
+  // once, such as LARS's norms in one collective.
+  virtual void prepare_step() {}
+  // Updates params()[i] at `rate`; state()[i].step already counts this update.
+  virtual void update(std::size_t i, double rate) = 0;
+
+  const View& buffer(std::size_t i, std::size_t b) const { return state_[i].buffers[b].view; }
+
+ private:
+  std::string kind_;
+  std::vector<Parameter<T>*> params_;
+  LrSchedule schedule_;
+  std::vector<State> state_;
+  std::int64_t steps_ = 0;
+};
+
+// Throws std::invalid_argument("<optimizer>: <what>") unless ok: options are checked when
+// an optimizer is built, as torch.optim does.
+inline void require_option(bool ok, const char* optimizer, const std::string& what) {
+  if (!ok) throw std::invalid_argument(std::string(optimizer) + ": " + what);
+}
+
+}  // namespace tessera::layers
