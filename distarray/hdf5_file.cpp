@@ -118,11 +118,12 @@ ElementKind Hdf5File::element_kind(const std::string& dataset) const {
   if (!has(dataset)) fail("no such dataset", dataset);
   Handle set(H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
   Handle type(H5Dget_type(set.get()), H5Tclose);
-  for (auto [native, kind] : {std::pair{H5T_NATIVE_FLOAT, ElementKind::float32},
-                              std::pair{H5T_NATIVE_DOUBLE, ElementKind::float64},
-                              std::pair{H5T_NATIVE_UINT8, ElementKind::uint8},
-                              std::pair{H5T_NATIVE_INT64, ElementKind::int64},
-                              std::pair{H5T_NATIVE_INT32, ElementKind::int32}})
+  const std::pair<hid_t, ElementKind> kinds[] = {{H5T_NATIVE_FLOAT, ElementKind::float32},
+                                                 {H5T_NATIVE_DOUBLE, ElementKind::float64},
+                                                 {H5T_NATIVE_UINT8, ElementKind::uint8},
+                                                 {H5T_NATIVE_INT64, ElementKind::int64},
+                                                 {H5T_NATIVE_INT32, ElementKind::int32}};
+  for (const auto& [native, kind] : kinds)
     if (H5Tequal(type.get(), native) > 0) return kind;
   return ElementKind::other;
 }
