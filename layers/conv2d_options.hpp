@@ -1,0 +1,48 @@
+#pragma once
+// Conv2dOptions: everything that defines a conv layer besides its input channels and seed,
+// with the spec-string form conv(out=16,k=3,pad=1,...) parsed and printed here.
+//
+// Spec keys: out; k | kh,kw; stride | sh,sw; dilation | dh,dw;
+// pad | pad_top,pad_bottom,pad_left,pad_right (each side defaults to pad, or 0);
+// bias (true/false); groups; overlap (on/off).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "layers/conv_backend.hpp"
+#include "layers/windowed.hpp"
+
+namespace tessera::layers {
+
+struct Padding {
+  std::int64_t top = 0, bottom = 0, left = 0, right = 0;
+  static constexpr Padding uniform(std::int64_t p) { return {p, p, p, p}; }
+  friend bool operator==(const Padding&, const Padding&) = default;
+};
+
+enum class Bias { with, without };
+
+struct Conv2dOptions {
+  std::int64_t out = 0;        // output channels
+  std::int64_t kh = 1, kw = 1;  // kernel
+  std::int64_t sh = 1, sw = 1;  // stride
+  std::int64_t dh = 1, dw = 1;  // dilation
+  Padding pad;
+  Bias bias = Bias::with;
+  std::int64_t groups = 1;
+  WindowedConfig windowed;     // overlap and halo transport (not part of the math)
+
+  // Parses the text inside conv(...). Throws std::invalid_argument for unknown or malformed
+  // options and for values validate() rejects.
+  static Conv2dOptions parse(std::string_view text);
+  // The canonical spec text: parse(to_spec()) gives the same options.
+  std::string to_spec() const;
+  // Throws std::invalid_argument naming the first value out of range: out, kernel,
+  // stride, dilation, groups must be >= 1, padding >= 0, out divisible by groups.
+  void validate() const;
+
+  ConvGeometry geometry() const { return {kh, kw, sh, sw, dh, dw, groups}; }
+};
+
+}  // namespace tessera::layers

@@ -1,0 +1,255 @@
+// ConvBackend on oneDNN 2.x (CPU). Primitives are created per problem shape and cached;
+// they are asked for their preferred formats ("any": blocked layouts for the JIT kernels),
+// and operands move between the caller's strided NCHW / dense OIHW memory and those
+// formats by cached reorders through per-role scratch buffers — no copy when the formats
+// already agree. Forward, backward-data and backward-weights share one descriptor setup.
+
+#include <dnnl.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "layers/conv_backend.hpp"
+
+namespace tessera::layers {
+namespace {
+
+using dnnl::memory;
+using Dt = memory::data_type;
+using Tag = memory::format_tag;
+
+memory::desc strided_desc(const Shape4& dims, const Index4& strides) {
+  return memory::desc({dims[0], dims[1], dims[2], dims[3]}, Dt::f32, {strides[0], strides[1], strides[2], strides[3]});
+}
+memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, Dt::f32, Tag::any); }
+
+// What identifies one convolution problem; the output shape follows from it.
+struct ProblemKey {
+  ConvGeometry geometry;
+  Shape4 input{};
+  std::int64_t out_channels = 0;
+  bool with_bias = false;
+  friend bool operator==(const ProblemKey&, const ProblemKey&) = default;
+};
+
+// The descriptors of one problem, shared by its three primitives; each primitive is made
+// the first time it is needed (inference never builds the backward ones).
+struct Problem {
+  ProblemKey key;
+  memory::dims src_dims, weights_dims, bias_dims, dst_dims;
+  memory::desc user_weights, user_bias;  // the caller's dense OIHW (goihw with groups) and O
+  memory::dims strides, dilates, padding{0, 0};
+  dnnl::convolution_forward::primitive_desc forward_pd;  // also the hint for backward
+  std::optional<dnnl::convolution_forward> forward;
+  std::optional<dnnl::convolution_backward_data::primitive_desc> data_pd;
+  std::optional<dnnl::convolution_backward_data> data;
+  std::optional<dnnl::convolution_backward_weights::primitive_desc> weights_pd;
+  std::optional<dnnl::convolution_backward_weights> weights;
+
+  Problem(const ProblemKey& k, const dnnl::engine& engine) : key(k) {
+    const ConvGeometry& g = k.geometry;
+    const Shape4& x = k.input;
+    src_dims = {x[0], x[1], x[2], x[3]};
+    dst_dims = {x[0], k.out_channels, g.valid_h(x[2]), g.valid_w(x[3])};
+    bias_dims = {k.out_channels};
+    if (g.groups == 1) {
+      weights_dims = {k.out_channels, x[1], g.kh, g.kw};
+      user_weights = memory::desc(weights_dims, Dt::f32, Tag::oihw);
+    } else {
+      weights_dims = {g.groups, k.out_channels / g.groups, x[1] / g.groups, g.kh, g.kw};
+      user_weights = memory::desc(weights_dims, Dt::f32, Tag::goihw);
+    }
+    user_bias = memory::desc(bias_dims, Dt::f32, Tag::a);
+    strides = {g.sh, g.sw};
+    dilates = {g.dh - 1, g.dw - 1};  // oneDNN counts the cells skipped, not the step
+    const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                            any_desc(src_dims), any_desc(weights_dims), bias_desc(),
+                                            any_desc(dst_dims), strides, dilates, padding, padding);
+    forward_pd = dnnl::convolution_forward::primitive_desc(d, engine);
+  }
+
+  // A zero descriptor tells oneDNN "no bias".
+  memory::desc bias_desc() const { return key.with_bias ? any_desc(bias_dims) : memory::desc(); }
+
+  void ensure_data(const dnnl::engine& engine) {
+    if (data) return;
+    const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, any_desc(src_dims),
+                                                  any_desc(weights_dims), any_desc(dst_dims), strides, dilates,
+                                                  padding, padding);
+    data_pd.emplace(d, engine, forward_pd);
+    data.emplace(*data_pd);
+  }
+
+  void ensure_weights(const dnnl::engine& engine) {
+    if (weights) return;
+    const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, any_desc(src_dims),
+                                                     any_desc(weights_dims), bias_desc(), any_desc(dst_dims),
+                                                     strides, dilates, padding, padding);
+    weights_pd.emplace(d, engine, forward_pd);
+    weights.emplace(*weights_pd);
+  }
+};
+
+// Which operand a scratch buffer serves: two operands of one call never share a buffer,
+// even when their formats happen to coincide.
+enum class Role { source, weights, destination, weight_gradient, bias_gradient };
+
+enum class Write { overwrite, accumulate };
+
+// Moves operands between the caller's memory and the formats primitives chose.
+class Staging {
+ public:
+  explicit Staging(const dnnl::engine& engine) : engine_(engine) {}
+
+  // The memory to give a primitive that reads `user` in format `wanted`.
+  memory input(Role role, const memory::desc& wanted, const memory& user, dnnl::stream& stream) {
+    if (wanted == user.get_desc()) return user;
+    memory from = user, inner = scratch(role, wanted);
+    reorder(from.get_desc(), wanted, Write::overwrite).execute(stream, from, inner);
+    return inner;
+  }
+
+  // The memory a primitive should write in format `wanted`; deliver() then moves it to
+  // `user`. Accumulating outputs always go through scratch (primitives overwrite).
+  memory output(Role role, const memory::desc& wanted, const memory& user, Write write) {
+    if (write == Write::overwrite && wanted == user.get_desc()) return user;
+    return scratch(role, wanted);
+  }
+  void deliver(const memory& produced, const memory& user, Write write, dnnl::stream& stream) {
+    if (write == Write::overwrite && produced.get_data_handle() == user.get_data_handle()) return;
+    memory from = produced, to = user;
+    reorder(from.get_desc(), to.get_desc(), write).execute(stream, from, to);
+  }
+
+ private:
+  memory scratch(Role role, const memory::desc& desc) {
+    for (auto& s : scratch_)
+      if (s.role == role && s.buffer.get_desc() == desc) return s.buffer;
+    scratch_.push_back({role, memory(desc, engine_)});
+    return scratch_.back().buffer;
+  }
+
+  dnnl::reorder& reorder(const memory::desc& from, const memory::desc& to, Write write) {
+    for (auto& r : reorders_)
+      if (r.from == from && r.to == to && r.write == write) return r.primitive;
+    dnnl::primitive_attr attr;
+    if (write == Write::accumulate) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);  // to += from
+      attr.set_post_ops(sum);
+    }
+    reorders_.push_back({from, to, write, dnnl::reorder(dnnl::reorder::primitive_desc(engine_, from, engine_, to, attr))});
+    return reorders_.back().primitive;
+  }
+
+  struct Scratch {
+    Role role;
+    memory buffer;
+  };
+  struct CachedReorder {
+    memory::desc from, to;
+    Write write;
+    dnnl::reorder primitive;
+  };
+  dnnl::engine engine_;
+  std::vector<Scratch> scratch_;
+  std::vector<CachedReorder> reorders_;
+};
+
+using Args = std::unordered_map<int, memory>;
+
+// oneDNN reads inputs through a non-const handle but never writes them.
+void* handle(const float* p) { return const_cast<float*>(p); }
+
+class OnednnConv final : public ConvBackend {
+ public:
+  std::string_view name() const override { return "onednn"; }
+
+  void forward(const ConvGeometry& g, const ConstTensor4& x, const float* weight, const float* bias,
+               const MutableTensor4& y) override {
+    Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr);
+    expect_output(p, y.dims, "forward");
+    if (!p.forward) p.forward.emplace(p.forward_pd);
+    const auto& pd = p.forward_pd;
+    const memory user_y(strided_desc(y.dims, y.strides), engine_, y.data);
+    const memory dst = staging_.output(Role::destination, pd.dst_desc(), user_y, Write::overwrite);
+    Args args{
+        {DNNL_ARG_SRC, staging_.input(Role::source, pd.src_desc(), memory(strided_desc(x.dims, x.strides), engine_, handle(x.data)), stream_)},
+        {DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights_desc(), memory(p.user_weights, engine_, handle(weight)), stream_)},
+        {DNNL_ARG_DST, dst}};
+    if (bias) args.insert({DNNL_ARG_BIAS, memory(p.user_bias, engine_, handle(bias))});
+    p.forward->execute(stream_, args);
+    staging_.deliver(dst, user_y, Write::overwrite, stream_);
+    stream_.wait();
+  }
+
+  void backward_data(const ConvGeometry& g, const ConstTensor4& dy, const float* weight,
+                     const MutableTensor4& dx) override {
+    Problem& p = problem(g, dx.dims, dy.dims[C], false);
+    expect_output(p, dy.dims, "backward data");
+    p.ensure_data(engine_);
+    const auto& pd = *p.data_pd;
+    const memory user_dx(strided_desc(dx.dims, dx.strides), engine_, dx.data);
+    const memory diff_src = staging_.output(Role::source, pd.diff_src_desc(), user_dx, Write::overwrite);
+    p.data->execute(stream_, {
+        {DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.diff_dst_desc(), memory(strided_desc(dy.dims, dy.strides), engine_, handle(dy.data)), stream_)},
+        {DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights_desc(), memory(p.user_weights, engine_, handle(weight)), stream_)},
+        {DNNL_ARG_DIFF_SRC, diff_src}});
+    staging_.deliver(diff_src, user_dx, Write::overwrite, stream_);
+    stream_.wait();
+  }
+
+  void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy, float* dweight,
+                        float* dbias) override {
+    Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr);
+    expect_output(p, dy.dims, "backward weights");
+    p.ensure_weights(engine_);
+    const auto& pd = *p.weights_pd;
+    const memory user_dw(p.user_weights, engine_, dweight);
+    const memory diff_weights = staging_.output(Role::weight_gradient, pd.diff_weights_desc(), user_dw, Write::accumulate);
+    Args args{
+        {DNNL_ARG_SRC, staging_.input(Role::source, pd.src_desc(), memory(strided_desc(x.dims, x.strides), engine_, handle(x.data)), stream_)},
+        {DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.diff_dst_desc(), memory(strided_desc(dy.dims, dy.strides), engine_, handle(dy.data)), stream_)},
+        {DNNL_ARG_DIFF_WEIGHTS, diff_weights}};
+    std::optional<memory> user_db, diff_bias;
+    if (dbias) {
+      user_db.emplace(p.user_bias, engine_, dbias);
+      diff_bias = staging_.output(Role::bias_gradient, pd.diff_bias_desc(), *user_db, Write::accumulate);
+      args.insert({DNNL_ARG_DIFF_BIAS, *diff_bias});
+    }
+    p.weights->execute(stream_, args);
+    staging_.deliver(diff_weights, user_dw, Write::accumulate, stream_);
+    if (dbias) staging_.deliver(*diff_bias, *user_db, Write::accumulate, stream_);
+    stream_.wait();
+  }
+
+ private:
+  Problem& problem(const ConvGeometry& g, const Shape4& input, std::int64_t out_channels, bool with_bias) {
+    const ProblemKey key{g, input, out_channels, with_bias};
+    auto it = std::find_if(problems_.begin(), problems_.end(), [&](const Problem& p) { return p.key == key; });
+    if (it != problems_.end()) return *it;
+    problems_.emplace_back(key, engine_);
+    return problems_.back();
+  }
+
+  static void expect_output(const Problem& p, const Shape4& got, const char* what) {
+    const Shape4 want{p.dst_dims[0], p.dst_dims[1], p.dst_dims[2], p.dst_dims[3]};
+    if (got == want) return;
+    throw std::logic_error(std::string("onednn conv ") + what + ": output dims do not match the valid convolution of the input");
+  }
+
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  Staging staging_{engine_};
+  std::vector<Problem> problems_;  // a handful per layer: interior, strips, whole tile
+};
+
+}  // namespace
+
+std::unique_ptr<ConvBackend> make_conv_backend() { return std::make_unique<OnednnConv>(); }
+
+}  // namespace tessera::layers

@@ -1,0 +1,131 @@
+#pragma once
+// Shared by the conv tests: the configurations every test runs, deterministic random
+// inputs, running a Conv2d on a grid from global arrays (scatter in, gather out), and the
+// relative comparison used throughout.
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "distarray/gather_scatter.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/grad_reduce.hpp"
+#include "layers/windowed.hpp"
+
+namespace tessera::layers::testing {
+
+struct ConvCase {
+  std::string name;
+  std::string spec;              // the options as a spec string: parsing is exercised too
+  Shape4 input{2, 3, 13, 11};    // odd sizes on purpose: uneven tiles, strides that do not divide
+};
+// GoogleTest names a failing parameter by this instead of its bytes.
+inline void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name << " (" << c.spec << ")"; }
+
+// The configurations of issue 4: padding, stride, dilation, asymmetric padding, 1x1,
+// kh != kw; plus a 5x5 stride 1 (overlap falls back on thin tiles), a strided 1x1 (a
+// window that skips owned rows: a "negative halo") and groups.
+inline std::vector<ConvCase> conv_cases() {
+  return {
+      {"k3_pad1", "out=4,k=3,pad=1"},
+      {"k5_pad2", "out=4,k=5,pad=2"},  // thin middle tiles on 1x3x1, 1x4x1: no interior
+      {"k5_stride2_pad2", "out=4,k=5,stride=2,pad=2"},
+      {"k3_dilation2_pad2", "out=4,k=3,dilation=2,pad=2"},
+      {"k3_asymmetric_pad", "out=4,k=3,pad_top=0,pad_bottom=2,pad_left=1,pad_right=0"},
+      {"k1", "out=4,k=1"},
+      {"kh3_kw5_stride2x1", "out=4,kh=3,kw=5,sh=2,sw=1,pad_top=1,pad_bottom=1,pad_left=2,pad_right=2"},
+      {"k1_stride2_no_bias", "out=4,k=1,stride=2,bias=false"},
+      {"k3_groups2", "out=4,k=3,pad=1,groups=2", {2, 4, 13, 11}},
+  };
+}
+
+inline HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
+  HostArray<float> a("random", s[0], s[1], s[2], s[3]);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  float* p = a.data();
+  for (std::size_t i = 0; i < a.size(); ++i) p[i] = uniform(gen);
+  return a;
+}
+
+inline int rank_in(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+
+template <class V>
+std::vector<float> to_host_vector(const V& view) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
+  return std::vector<float>(host.data(), host.data() + host.size());
+}
+
+// What one forward + backward step produced. y and dx are whole global arrays on the root
+// (empty elsewhere); the parameter values and reduced gradients are on every rank.
+struct ConvStep {
+  HostArray<float> y, dx;
+  std::vector<float> weight, bias, dweight, dbias;
+};
+
+// Runs forward(x) and backward(dy) of a fresh Conv2d (seeded alike on every grid) on
+// `grid`; x and dy are global arrays that matter on rank 0 of the grid only.
+inline ConvStep run_conv_step(const ProcessGrid& grid, const Conv2dOptions& options, const Shape4& input,
+                              const HostArray<float>& x_global, const HostArray<float>& dy_global) {
+  Conv2d<float> conv(options, input[C], /*seed=*/2024);
+  Tensor<float> x = make_input(grid, input, conv, "x");
+  Tensor<float> y = make_output(grid, input, conv, "y");
+  Tensor<float> dy = make_output(grid, input, conv, "dy");
+  Tensor<float> dx = make_input(grid, input, conv, "dx");
+  scatter(x_global, x);
+  scatter(dy_global, dy);
+  conv.forward(x, y);
+  for (Parameter<float>* p : conv.params()) p->zero_grad();
+  conv.backward(dy, dx);
+  reduce_gradients(conv.params(), grid);
+  ConvStep step;
+  step.y = gather(y);
+  step.dx = gather(dx);
+  const auto params = conv.params();
+  step.weight = to_host_vector(params[0]->value);
+  step.dweight = to_host_vector(params[0]->grad);
+  if (params.size() > 1) {
+    step.bias = to_host_vector(params[1]->value);
+    step.dbias = to_host_vector(params[1]->grad);
+  }
+  return step;
+}
+
+// max |got - want| / max |want| (0 when both are all zeros): one scale for the whole
+// array, so values near zero in an otherwise large result do not blow up the ratio.
+inline double relative_error(const float* got, const double* want, std::size_t n) {
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+inline double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  std::vector<double> w(want.begin(), want.end());
+  return relative_error(got.data(), w.data(), got.size());
+}
+
+inline double relative_error(const HostArray<float>& got, const HostArray<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  std::vector<double> w(want.data(), want.data() + want.size());
+  return relative_error(got.data(), w.data(), got.size());
+}
+
+inline constexpr double kTolerance = 1e-5;
+
+}  // namespace tessera::layers::testing
