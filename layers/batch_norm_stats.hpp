@@ -1,0 +1,53 @@
+#pragma once
+// Which ranks a batch norm's statistics are taken over, and the one reduction that takes
+// them. Kept out of the layer so that the layer itself never calls MPI (Layer contract).
+//
+//   local    this rank's tile only: no communication; results depend on the grid
+//   spatial  the spatial group (ranks holding tiles of the same samples): the statistics of
+//            this rank's samples, whatever the spatial split — the default
+//   all      every rank of the grid: the global batch, as PyTorch's BatchNorm2d on it
+//
+// Per channel the layer sums x and x*x (forward) or dy and dy*xhat (backward) in double and
+// the sums of all channels travel in ONE allreduce. Plain sums, not Welford: in double the
+// cancellation in E[x^2] - E[x]^2 costs about log10(mean^2 / var) of ~16 digits, harmless
+// for fp32 activations unless |mean| exceeds std by ~1e4; Welford would need a custom MPI
+// operation (no MPI_SUM) for no gain at fp32 output precision.
+
+#include <mpi.h>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "distarray/process_grid.hpp"
+
+namespace tessera::layers {
+
+enum class StatsGroup { local, spatial, all };
+
+inline StatsGroup parse_stats_group(std::string_view text) {
+  if (text == "local") return StatsGroup::local;
+  if (text == "spatial") return StatsGroup::spatial;
+  if (text == "all") return StatsGroup::all;
+  throw std::invalid_argument("batchnorm: stats=" + std::string(text) + " is not one of local, spatial, all");
+}
+
+inline const char* stats_group_name(StatsGroup group) {
+  switch (group) {
+    case StatsGroup::local: return "local";
+    case StatsGroup::spatial: return "spatial";
+    case StatsGroup::all: return "all";
+  }
+  return "?";
+}
+
+// Sums `sums` element-wise over the ranks of `group` in place (host memory, one call per
+// rank of the group, all with the same length). Collective over that group.
+inline void sum_over_stats_group(std::vector<double>& sums, const ProcessGrid& grid, StatsGroup group) {
+  if (group == StatsGroup::local || sums.empty()) return;
+  const MPI_Comm comm = group == StatsGroup::spatial ? grid.spatial_comm() : grid.comm();
+  MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE, MPI_SUM, comm);
+}
+
+}  // namespace tessera::layers

@@ -1,0 +1,32 @@
+#pragma once
+// Flatten (spec name "flatten"): marks where a network stops being spatial. On a spatially
+// tiled tensor a flattened (N, C*H*W) array cannot be tiled the same way (its H = W = 1
+// cannot be split over ph, pw > 1), so Flatten leaves the NCHW tensor and its tiling as
+// they are — an identity on the owned cells — and the Linear after it reads each sample's
+// C*H*W features in PyTorch's flatten order (c, h, w) straight from the tiles
+// (layers/linear.hpp). Spec "flatten,linear(out=10)" therefore computes exactly
+// nn.Sequential(nn.Flatten(), nn.Linear(C*H*W, 10)).
+
+#include <Kokkos_Core.hpp>
+
+#include <string>
+
+#include "layers/layer.hpp"
+
+namespace tessera::layers {
+
+template <class T>
+class Flatten final : public Layer<T> {
+ public:
+  std::string kind() const override { return "flatten"; }
+  std::string options() const override { return ""; }
+  Shape4 output_shape(const Shape4& input) const override { return input; }
+  Box input_window(const Box& output, const Shape4&) const override { return output; }
+  void forward(const Tensor<T>& x, const Tensor<T>& y) override { Kokkos::deep_copy(y.owned(), x.owned()); }
+  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
+    dx.fill_window(T(0));
+    Kokkos::deep_copy(dx.owned(), dy.owned());
+  }
+};
+
+}  // namespace tessera::layers

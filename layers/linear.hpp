@@ -1,0 +1,157 @@
+#pragma once
+// Linear (spec name "linear") reading a spatially tiled (N, C, H, W) input as N samples of
+// C*H*W features (flattened in PyTorch's order: layers/flatten.hpp), output (N, K, 1, 1).
+//
+// Why partial products and not redistribution: each rank multiplies its tile's features by
+// the matching columns of the replicated weight (K, C*H*W) and the partial outputs are
+// summed over the spatial group — one allreduce of N_local*K numbers. Redistributing so that
+// each rank holds whole samples would move the whole activation (N_local*C*H*W numbers,
+// orders of magnitude more for any image worth tiling), then leave ph*pw-1 of every spatial
+// group idle in the GEMM. Backward needs no communication at all: dx of the tile is
+// dy * W_cols (local) and the tile's weight-gradient columns dy^T x_tile are summed by
+// reduce_gradients like every replicated parameter.
+//
+// The output lives on a *head grid* (make_head_grid in layers/linear_spatial_sum.hpp):
+// every rank of a spatial group holds the full (N_local, K) block of its samples, one
+// replica per spatial position, each replica on its own {pn, 1, 1} grid over the sample
+// group. A loss that reduces over its grid (cross_entropy_loss on the head grid) thus counts
+// each sample once, and all replicas hand identical dlogits back. Only the rank at spatial
+// position (0, 0) adds the bias gradient, so reduce_gradients over all ranks counts it once.
+// Weight (K, C*H*W) and bias (K) are replicated and drawn as PyTorch's nn.Linear
+// (uniform in ±1/sqrt(C*H*W)) from `seed`, the same on every rank.
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "layers/conv2d.hpp"  // fill_uniform: the shared PyTorch-style initializer
+#include "layers/layer.hpp"
+#include "layers/linear_backend.hpp"
+#include "layers/linear_kernels.hpp"
+#include "layers/linear_options.hpp"
+#include "layers/linear_spatial_sum.hpp"
+#include "layers/parameter.hpp"
+
+namespace tessera::layers {
+
+class Linear final : public Layer<float> {
+  using Matrix = linear::Matrix;
+  using Dense4 = Kokkos::View<float****, Kokkos::LayoutRight, linear::Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+ public:
+  // in: the (C, H, W) of each input sample. Throws std::invalid_argument for invalid options
+  // or an empty input.
+  Linear(const LinearOptions& options, const std::array<std::int64_t, 3>& in, std::uint64_t seed)
+      : options_(options), in_(in), backend_(make_linear_backend()) {
+    options_.validate();
+    if (in_[0] < 1 || in_[1] < 1 || in_[2] < 1)
+      throw std::invalid_argument("linear(" + options_.to_spec() + "): input (C, H, W) must be >= 1 each");
+    weight_ = Parameter<float>("weight", {options_.out, in_features()}, "linear");
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features()));
+    std::uint64_t state = seed;
+    fill_uniform(weight_, bound, state);
+    if (options_.bias) {
+      bias_.emplace("bias", std::vector<std::int64_t>{options_.out}, "linear");
+      fill_uniform(*bias_, bound, state);
+    }
+  }
+
+  std::string kind() const override { return "linear"; }
+  std::string options() const override { return options_.to_spec(); }
+  std::int64_t in_features() const { return in_[0] * in_[1] * in_[2]; }
+
+  Shape4 output_shape(const Shape4& input) const override {
+    if (input[C] != in_[0] || input[H] != in_[1] || input[W] != in_[2])
+      throw std::invalid_argument("linear(" + options() + "): input samples are " + std::to_string(input[C]) + "x" +
+                                  std::to_string(input[H]) + "x" + std::to_string(input[W]) +
+                                  " but the layer was made for " + std::to_string(in_[0]) + "x" +
+                                  std::to_string(in_[1]) + "x" + std::to_string(in_[2]));
+    return {input[N], options_.out, 1, 1};
+  }
+
+  // Every feature of the output's samples (only the tile's part is read locally).
+  Box input_window(const Box& output, const Shape4& input) const override {
+    return Box{{output.lo[N], 0, 0, 0}, {output.hi[N], input[C], input[H], input[W]}};
+  }
+
+  // x: tiled on its grid; y: on make_head_grid(x's grid), shape output_shape. Collective
+  // over x's spatial group. x's tile is copied (dense) and kept for backward.
+  void forward(const Tensor<float>& x, const Tensor<float>& y) override {
+    check_output(x, y, "y");
+    const Box own = x.owned_box();
+    const Shape4 s = own.shape();
+    tile_ = linear::TileColumns{in_[0], in_[1], in_[2], own.lo[H], own.lo[W], s[H], s[W]};
+    saved_x_ = Matrix("linear.x_tile", s[N], tile_.count());
+    Kokkos::deep_copy(Dense4(saved_x_.data(), s[N], s[C], s[H], s[W]), x.owned());
+    weight_block_ = Matrix("linear.weight_block", options_.out, tile_.count());
+    linear::gather_columns(weight_.value, tile_, weight_block_);
+    Matrix sums("linear.partial_sums", s[N], options_.out);
+    backend_->gemm(Transpose::no, Transpose::yes, s[N], options_.out, tile_.count(), 1.0f, saved_x_.data(),
+                   tile_.count(), weight_block_.data(), tile_.count(), 0.0f, sums.data(), options_.out);
+    sum_over_spatial_group(sums, x.grid());
+    linear::write_output(sums, bias_ ? bias_->value : linear::Vector(), y.owned());
+    input_distribution_.emplace(x.distribution());
+    adds_bias_gradient_ = x.grid().coord()[1] == 0 && x.grid().coord()[2] == 0;
+  }
+
+  // dy: on the head grid, the same on every replica (as a loss on the head grid gives it).
+  // dx: distributed as forward's x. No communication.
+  void backward(const Tensor<float>& dy, const Tensor<float>& dx) override {
+    if (!input_distribution_) throw std::logic_error("linear(" + options() + "): backward() before forward()");
+    if (!(dx.distribution() == *input_distribution_))
+      throw std::invalid_argument("linear(" + options() + "): dx is " + dx.distribution().describe() +
+                                  " but forward's x was " + input_distribution_->describe());
+    check_output(dx, dy, "dy");
+    const std::int64_t samples = static_cast<std::int64_t>(saved_x_.extent(0)), out = options_.out;
+    Matrix dy_block("linear.dy", samples, out), dx_block("linear.dx_tile", samples, tile_.count());
+    Kokkos::deep_copy(Dense4(dy_block.data(), samples, out, 1, 1), dy.owned());
+    backend_->gemm(Transpose::no, Transpose::no, samples, tile_.count(), out, 1.0f, dy_block.data(), out,
+                   weight_block_.data(), tile_.count(), 0.0f, dx_block.data(), tile_.count());
+    dx.fill_window(0.0f);
+    const Shape4 s = dx.owned_box().shape();
+    Kokkos::deep_copy(dx.owned(), Dense4(dx_block.data(), s[N], s[C], s[H], s[W]));
+    Matrix dweight_block("linear.dweight_block", out, tile_.count());
+    backend_->gemm(Transpose::yes, Transpose::no, out, tile_.count(), samples, 1.0f, dy_block.data(), out,
+                   saved_x_.data(), tile_.count(), 0.0f, dweight_block.data(), tile_.count());
+    linear::add_columns(dweight_block, tile_, weight_.grad);
+    if (bias_ && adds_bias_gradient_) linear::add_bias_gradient(dy_block, bias_->grad);
+  }
+
+  std::vector<Parameter<float>*> params() override {
+    std::vector<Parameter<float>*> p{&weight_};
+    if (bias_) p.push_back(&*bias_);
+    return p;
+  }
+
+ private:
+  // `head` must be the output of `tiled` on its head grid: right shape, same samples.
+  void check_output(const Tensor<float>& tiled, const Tensor<float>& head, const char* name) const {
+    const Shape4 want = output_shape(tiled.distribution().global_shape());
+    const Box& t = tiled.owned_box();
+    const Box& h = head.owned_box();
+    const bool head_grid = head.grid().dims() == GridDims{tiled.grid().dims()[0], 1, 1};
+    if (head.distribution().global_shape() == want && head_grid && h.lo[N] == t.lo[N] && h.hi[N] == t.hi[N]) return;
+    throw std::invalid_argument("linear(" + options() + "): " + name + " is " + head.distribution().describe() +
+                                " but the output must be (N, " + std::to_string(options_.out) +
+                                ", 1, 1) on make_head_grid() of the input's grid, holding the same samples");
+  }
+
+  LinearOptions options_;
+  std::array<std::int64_t, 3> in_;
+  Parameter<float> weight_;
+  std::optional<Parameter<float>> bias_;
+  std::unique_ptr<LinearBackend> backend_;
+  linear::TileColumns tile_{};
+  Matrix saved_x_, weight_block_;
+  std::optional<Distribution> input_distribution_;
+  bool adds_bias_gradient_ = false;
+};
+
+}  // namespace tessera::layers

@@ -1,0 +1,117 @@
+#pragma once
+// Pool2d: max, average and L2 pooling (spec names "maxpool", "avgpool", "l2pool") on
+// spatially tiled NCHW activations.
+//
+// Its window is a convolution's: output rows [o0, o1) read input rows
+//   [o0*sh - pad_top, (o1-1)*sh - pad_top + (kh-1)*dh + 1),
+// likewise columns, but only the output's own channels. Windowed makes the window present
+// (any window, stride and padding: a stride that does not line up with tile borders just
+// gives ranks windows of different shapes) and the kernels (layers/pool2d_kernels.hpp) pool
+// on it, skipping taps outside the global image, so padding is -infinity for max pooling
+// and is left out of the divisor of avgpool(count_include_pad=false). Backward writes the
+// gradient of the whole window; the accumulate exchange adds overlapping parts at owners.
+// No parameters.
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "layers/layer.hpp"
+#include "layers/pool2d_kernels.hpp"
+#include "layers/pool2d_options.hpp"
+#include "layers/windowed.hpp"
+
+namespace tessera::layers {
+
+template <class T>
+class Pool2d final : public Layer<T> {
+ public:
+  // Throws std::invalid_argument for invalid options.
+  explicit Pool2d(const Pool2dOptions& options) : options_(options), windowed_(options.windowed) { options_.validate(); }
+
+  std::string kind() const override { return std::string(pool_kind_name(options_.kind)); }
+  std::string options() const override { return options_.to_spec(); }
+  const Pool2dOptions& pool_options() const { return options_; }
+
+  // PyTorch's size (floor mode). Every window must hold a tap inside the image: a window
+  // wholly in padding has no maximum (PyTorch asks pad <= k/2 for the same reason).
+  Shape4 output_shape(const Shape4& input) const override {
+    const std::int64_t out_h = extent(input[H], options_.kh, options_.sh, options_.dh, options_.pad.top,
+                                      options_.pad.bottom, "height");
+    const std::int64_t out_w = extent(input[W], options_.kw, options_.sw, options_.dw, options_.pad.left,
+                                      options_.pad.right, "width");
+    return {input[N], input[C], out_h, out_w};
+  }
+
+  Box input_window(const Box& output, const Shape4& /*input*/) const override {
+    const Pool2dOptions& o = options_;
+    Box w = output;  // same samples and channels
+    w.lo[H] = output.lo[H] * o.sh - o.pad.top;
+    w.hi[H] = (output.hi[H] - 1) * o.sh - o.pad.top + (o.kh - 1) * o.dh + 1;
+    w.lo[W] = output.lo[W] * o.sw - o.pad.left;
+    w.hi[W] = (output.hi[W] - 1) * o.sw - o.pad.left + (o.kw - 1) * o.dw + 1;
+    return w;
+  }
+
+  // x must be allocated with make_input(grid, shape, *this); it is kept (by reference to
+  // its storage) for backward, which recomputes argmax and norms from it.
+  void forward(const Tensor<T>& x, const Tensor<T>& y) override {
+    const Shape4& shape = x.distribution().global_shape();
+    windowed_.forward(*this, x, y, [&](const Box& out) {
+      const Box window = input_window(out, shape);
+      pool_kernels::forward(options_, x.local(window), y.local(out), placement(window, shape));
+    });
+    saved_x_.emplace(x);
+  }
+
+  // dx must be allocated like x (make_input).
+  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
+    if (!saved_x_) throw std::logic_error(kind() + "(" + options() + "): backward() before forward()");
+    const Tensor<T>& x = *saved_x_;
+    if (!(dx.distribution() == x.distribution()))
+      throw std::invalid_argument(kind() + "(" + options() + "): dx is " + dx.distribution().describe() +
+                                  " but forward's x was " + x.distribution().describe());
+    const Shape4& shape = dx.distribution().global_shape();
+    windowed_.backward(
+        *this, dy, dx,
+        [&](const Box& window) {
+          pool_kernels::backward(options_, x.local(window), dy.owned(), dx.local(window), placement(window, shape));
+        },
+        [] {});
+  }
+
+ private:
+  static pool_kernels::Placement placement(const Box& window, const Shape4& shape) {
+    return {window.lo[H], window.lo[W], shape[H], shape[W]};
+  }
+
+  // Output extent along one axis; throws when the window does not fit or some window lies
+  // wholly in padding.
+  std::int64_t extent(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d, std::int64_t before,
+                      std::int64_t after, const char* axis) const {
+    const std::int64_t span = (k - 1) * d + 1, padded = in + before + after;
+    const std::string name = kind() + "(" + options() + "): ";
+    if (span > padded)
+      throw std::invalid_argument(name + "the window spans " + std::to_string(span) + " cells but the padded " + axis +
+                                  " is only " + std::to_string(padded));
+    const std::int64_t out = (padded - span) / s + 1;
+    for (std::int64_t o = 0; o < out; ++o) {
+      bool touches_image = false;
+      for (std::int64_t i = 0; i < k && !touches_image; ++i) {
+        const std::int64_t at = o * s - before + i * d;
+        touches_image = at >= 0 && at < in;
+      }
+      if (!touches_image)
+        throw std::invalid_argument(name + "output " + axis + " index " + std::to_string(o) +
+                                    " pools padding only (padding too large for the window)");
+    }
+    return out;
+  }
+
+  Pool2dOptions options_;
+  Windowed<T> windowed_;
+  std::optional<Tensor<T>> saved_x_;
+};
+
+}  // namespace tessera::layers

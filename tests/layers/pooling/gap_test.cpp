@@ -1,0 +1,114 @@
+// Global average pooling on every process grid the rank count allows: each rank's pooled
+// (samples, C) values equal the naive double mean over the whole image (so the tiles'
+// partial sums were added over the spatial group), dx equals dy / (H*W) everywhere, a
+// finite-difference check in double, and the option error.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "grids_that_fit.hpp"
+#include "layers/global_avg_pool.hpp"
+#include "tests/layers/conv/conv_test_support.hpp"
+
+namespace tessera::layers::testing {
+namespace {
+
+template <class T>
+std::vector<double> to_doubles(const Kokkos::View<T**, Kokkos::LayoutRight, typename Tensor<T>::memory_space>& v) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<double>(host.data(), host.data() + host.size());
+}
+
+TEST(GlobalAvgPool, EveryGridMatchesTheReference) {
+  const Shape4 shape{2, 3, 13, 11};
+  const HostArray<float> x = random_array(shape, 5);
+  const HostArray<float> dy_global = random_array({2, 3, 1, 1}, 6);  // every rank draws the same
+  const double cells = double(shape[H] * shape[W]);
+  const GlobalAvgPool<float> gap;
+  for (const GridDims& dims : grids_that_fit(shape, shape)) {
+    SCOPED_TRACE("grid " + format_grid(dims));
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    Tensor<float> xt(grid, shape, HaloWidths{}, "x"), dxt(grid, shape, HaloWidths::symmetric_hw(1, 1), "dx");
+    scatter(x, xt);
+    const auto y = gap.forward(xt);
+    const Box owned = xt.owned_box();
+    std::vector<double> want, dy_local;
+    for (std::int64_t n = owned.lo[N]; n < owned.hi[N]; ++n)
+      for (std::int64_t c = 0; c < shape[C]; ++c) {
+        double sum = 0;
+        for (std::int64_t h = 0; h < shape[H]; ++h)
+          for (std::int64_t w = 0; w < shape[W]; ++w) sum += x(n, c, h, w);
+        want.push_back(sum / cells);
+        dy_local.push_back(dy_global(n, c, 0, 0));
+      }
+    const std::vector<double> got = to_doubles<float>(y);
+    EXPECT_EQ(got.size(), want.size());  // not ASSERT: every rank must reach the collectives below
+    const std::vector<float> got_f(got.begin(), got.end());
+    if (got.size() == want.size()) {
+      EXPECT_LE(relative_error(got_f.data(), want.data(), want.size()), kTolerance);
+    }
+
+    GlobalAvgPool<float>::Pooled dy("dy", owned.extent(N), owned.extent(C));
+    auto dy_host = Kokkos::create_mirror_view(dy);
+    for (std::size_t i = 0; i < dy_local.size(); ++i) dy_host.data()[i] = static_cast<float>(dy_local[i]);
+    Kokkos::deep_copy(dy, dy_host);
+    gap.backward(dy, dxt);
+    const HostArray<float> dx = gather(dxt);
+    if (grid.rank() == 0) {
+      std::vector<double> dx_want;
+      for (std::int64_t n = 0; n < shape[N]; ++n)
+        for (std::int64_t c = 0; c < shape[C]; ++c)
+          for (std::int64_t i = 0; i < shape[H] * shape[W]; ++i) dx_want.push_back(dy_global(n, c, 0, 0) / cells);
+      EXPECT_LE(relative_error(dx.data(), dx_want.data(), dx_want.size()), kTolerance);
+    }
+  }
+}
+
+// L = sum(gap(x) * r): central differences in double agree with dx.
+TEST(GlobalAvgPool, FiniteDifferencesMatchBackward) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const Shape4 shape{2, 2, 3, 4};
+  const GlobalAvgPool<double> gap;
+  Tensor<double> xt(self, shape), dxt(self, shape);
+  auto x = Kokkos::create_mirror_view(xt.window());
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = std::sin(double(i));
+  GlobalAvgPool<double>::Pooled r("r", 2, 2);
+  auto rh = Kokkos::create_mirror_view(r);
+  for (std::size_t i = 0; i < rh.size(); ++i) rh.data()[i] = 0.5 + double(i);
+  Kokkos::deep_copy(r, rh);
+  gap.backward(r, dxt);
+  const auto dx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dxt.window());
+  auto loss = [&] {
+    Kokkos::deep_copy(xt.window(), x);
+    const auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gap.forward(xt));
+    double l = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) l += y.data()[i] * rh.data()[i];
+    return l;
+  };
+  constexpr double h = 1e-6;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double saved = x.data()[i];
+    x.data()[i] = saved + h;
+    const double up = loss();
+    x.data()[i] = saved - h;
+    const double down = loss();
+    x.data()[i] = saved;
+    EXPECT_NEAR((up - down) / (2 * h), dx.data()[i], 1e-8) << "dx element " << i;
+  }
+}
+
+TEST(GlobalAvgPool, UnknownOptionIsAClearError) {
+  EXPECT_NO_THROW(GlobalAvgPool<float>::parse(""));
+  try {
+    GlobalAvgPool<float>::parse("keepdim=true");
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown option 'keepdim'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tessera::layers::testing

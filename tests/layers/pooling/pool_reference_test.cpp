@@ -1,0 +1,159 @@
+// Pool2d in one process (a 1x1x1 grid): forward and dx against the naive double reference
+// for every configuration and kind, a finite-difference check in double precision, option
+// parsing, and configuration errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "layer_step.hpp"
+#include "pool_reference.hpp"
+#include "pool_test_support.hpp"
+#include "tests/layers/conv/conv_test_support.hpp"
+
+namespace tessera::layers::testing {
+namespace {
+
+Dense to_dense(const HostArray<float>& a) {
+  Dense d(tessera::detail::shape_of(a));
+  std::copy(a.data(), a.data() + a.size(), d.v.begin());
+  return d;
+}
+
+double error_against(const HostArray<float>& got, const Dense& want) {
+  return got.size() == want.v.size() ? relative_error(got.data(), want.v.data(), want.v.size()) : INFINITY;
+}
+
+class PoolAgainstReference : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(PoolAgainstReference, ForwardAndGradientMatch) {
+  const PoolCase& c = GetParam();
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  for (Overlap overlap : {Overlap::on, Overlap::off}) {
+    Pool2dOptions options = c.options();
+    options.windowed.overlap = overlap;
+    const ReferencePool ref{options, c.input};
+    Pool2d<float> pool(options);
+    ASSERT_EQ(pool.output_shape(c.input), ref.y_shape());
+    const HostArray<float> x = random_array(c.input, 1);
+    const HostArray<float> dy = random_array(ref.y_shape(), 2);
+    const LayerStep<float> step = run_layer_step(self, pool, c.input, x, dy);
+    Dense xd = to_dense(x), dyd = to_dense(dy);
+    SCOPED_TRACE(c.name + (overlap == Overlap::on ? " overlap on" : " overlap off"));
+    EXPECT_LE(error_against(step.y, ref.forward(xd)), kTolerance);
+    EXPECT_LE(error_against(step.dx, ref.input_gradient(xd, dyd)), kTolerance);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Configurations, PoolAgainstReference, ::testing::ValuesIn(pool_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// Max pooling of an all-negative image with padding: padding must act as -infinity, so no
+// output is 0 (a zero-filled pad cell would win every border window).
+TEST(PoolPadding, MaxIgnoresZeroPadding) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const Shape4 shape{1, 1, 5, 5};
+  Pool2d<float> pool(Pool2dOptions::parse(PoolKind::max, "k=3,stride=2,pad=1"));
+  HostArray<float> x("x", 1, 1, 5, 5);
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = -1.0f - float(i);
+  const HostArray<float> dy = random_array(pool.output_shape(shape), 3);
+  const LayerStep<float> step = run_layer_step(self, pool, shape, x, dy);
+  for (std::size_t i = 0; i < step.y.size(); ++i) EXPECT_LT(step.y.data()[i], -0.5f) << i;
+}
+
+// L = sum(pool(x) * r) in double; central differences with a small step agree with dx
+// (inputs spaced apart so no max or tie flips within the step).
+double probe_loss(const ProcessGrid& grid, Pool2d<double>& pool, const Shape4& shape, const HostArray<double>& x,
+                  const HostArray<double>& r) {
+  Tensor<double> xt = make_input(grid, shape, pool), yt = make_output(grid, shape, pool);
+  scatter(x, xt);
+  pool.forward(xt, yt);
+  const HostArray<double> y = gather(yt);
+  double loss = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) loss += y.data()[i] * r.data()[i];
+  return loss;
+}
+
+HostArray<double> to_double(const HostArray<float>& a) {
+  HostArray<double> d("d", a.extent(0), a.extent(1), a.extent(2), a.extent(3));
+  for (std::size_t i = 0; i < a.size(); ++i) d.data()[i] = a.data()[i];
+  return d;
+}
+
+TEST(PoolGradient, FiniteDifferencesMatchBackward) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const Shape4 shape{1, 2, 6, 5};
+  for (const char* kind_spec : {"max", "avg", "avg_exclude", "l2"}) {
+    const std::string k(kind_spec);
+    const PoolKind kind = k == "max" ? PoolKind::max : k == "l2" ? PoolKind::l2 : PoolKind::average;
+    const std::string spec = std::string("k=3,stride=2,pad_top=1,pad_bottom=0,pad_left=1,pad_right=1") +
+                             (k == "avg_exclude" ? ",count_include_pad=false" : "");
+    Pool2d<double> pool(Pool2dOptions::parse(kind, spec));
+    HostArray<double> x = to_double(random_array(shape, 7));
+    const HostArray<double> r = to_double(random_array(pool.output_shape(shape), 8));
+    const LayerStep<double> step = run_layer_step(self, pool, shape, x, r);
+    constexpr double h = 1e-6;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double saved = x.data()[i];
+      x.data()[i] = saved + h;
+      const double up = probe_loss(self, pool, shape, x, r);
+      x.data()[i] = saved - h;
+      const double down = probe_loss(self, pool, shape, x, r);
+      x.data()[i] = saved;
+      EXPECT_NEAR((up - down) / (2 * h), step.dx.data()[i], 1e-6) << k << " dx element " << i;
+    }
+  }
+}
+
+TEST(PoolOptions, ParseAndPrint) {
+  const Pool2dOptions o = Pool2dOptions::parse(PoolKind::max, "k=3");
+  EXPECT_EQ(o.sh, 3);  // stride defaults to the window
+  EXPECT_EQ(o.sw, 3);
+  EXPECT_EQ(o.pad, Padding{});
+  EXPECT_TRUE(Pool2dOptions::parse(PoolKind::average, "k=2").count_include_pad);
+  EXPECT_EQ(Pool2dOptions::parse(PoolKind::average, "kh=3,kw=2,stride=1,count_include_pad=false,overlap=off").to_spec(),
+            "kh=3,kw=2,stride=1,count_include_pad=false,overlap=off");
+  for (const PoolCase& c : pool_cases())
+    EXPECT_EQ(Pool2dOptions::parse(c.kind, c.options().to_spec()).to_spec(), c.options().to_spec()) << c.spec;
+  EXPECT_EQ(Pool2d<float>(Pool2dOptions::parse(PoolKind::l2, "k=5,stride=1,pad=2")).kind(), "l2pool");
+}
+
+TEST(PoolOptions, BadConfigurationsAreClearErrors) {
+  auto message_of = [](auto make) -> std::string {
+    try {
+      make();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(no exception)";
+  };
+  auto has = [](const std::string& message, const char* part) {
+    return message.find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(has(message_of([] { Pool2dOptions::parse(PoolKind::max, "k=2,stride=0"); }), "stride must be >= 1"));
+  EXPECT_TRUE(has(message_of([] { Pool2dOptions::parse(PoolKind::max, "k=2,size=3"); }), "unknown option 'size'"));
+  EXPECT_TRUE(
+      has(message_of([] { Pool2dOptions::parse(PoolKind::max, "k=2,count_include_pad=false"); }), "count_include_pad"));
+  EXPECT_TRUE(has(message_of([] { Pool2dOptions::parse(PoolKind::l2, "stride=2"); }), "'k'"));
+  EXPECT_TRUE(has(message_of([] { Pool2dOptions::parse(PoolKind::max, "k=2,kh=3"); }), "not both"));
+  EXPECT_TRUE(has(message_of([] { Pool2dOptions::parse(PoolKind::max, "k=2,pad=-1"); }), "padding must be >= 0"));
+  const Pool2d<float> big(Pool2dOptions::parse(PoolKind::max, "k=7,pad=1"));
+  EXPECT_TRUE(has(message_of([&] { big.output_shape({1, 3, 4, 9}); }), "padded height is only 6"));
+  const Pool2d<float> padding_only(Pool2dOptions::parse(PoolKind::average, "k=2,pad=2"));
+  EXPECT_TRUE(has(message_of([&] { padding_only.output_shape({1, 3, 8, 8}); }), "pools padding only"));
+  Pool2dOptions stride_zero;
+  stride_zero.sh = 0;
+  EXPECT_THROW(Pool2d<float>{stride_zero}, std::invalid_argument);
+}
+
+// The window rule: rows [o0*s - pad_top, (o1-1)*s - pad_top + (k-1)*d + 1); only the
+// output's channels.
+TEST(PoolWindow, WindowFollowsTheRule) {
+  const Pool2d<float> pool(Pool2dOptions::parse(PoolKind::max, "kh=3,kw=2,sh=2,sw=3,pad_top=1,pad_left=1"));
+  const Box out{{1, 1, 2, 1}, {2, 2, 4, 3}};
+  EXPECT_EQ(pool.input_window(out, {2, 3, 20, 20}), (Box{{1, 1, 3, 2}, {2, 2, 3 + 2 + 3, 2 + 3 + 2}}));
+}
+
+}  // namespace
+}  // namespace tessera::layers::testing
