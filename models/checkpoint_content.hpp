@@ -1,0 +1,31 @@
+#pragma once
+// The checkpoint content of a model's parameters and, optionally, its optimizer, so that
+// the trainer saves or resumes in one line:
+//
+//   save_checkpoint(path, grid, checkpoint_content(params, &optimizer, meta));
+//   auto meta = load_checkpoint(path, grid, checkpoint_content(params, &optimizer));
+//   optimizer.set_steps(meta.step);
+//   load_checkpoint(init_path, grid, checkpoint_content(params), LoadScope::weights_only);
+//
+// The slots alias the parameters' and the optimizer's own views and step counts: loading
+// writes straight into them, and the content must not outlive them.
+
+#include <utility>
+#include <vector>
+
+#include "layers/optim/optimizer.hpp"
+#include "models/checkpoint.hpp"
+
+namespace tessera::models {
+
+// (layer index in the sequence, parameter): the index is the state_dict key's first part.
+using LayerParameters = std::vector<std::pair<int, layers::Parameter<float>*>>;
+
+// Slots /params/<i>/<name> for every parameter and, with an optimizer, for each of its
+// parameters /optimizer/<i>/<name>/<buffer> (momentum_buffer, exp_avg, ...) and the
+// counter /optimizer/<i>/<name>/step; meta.optimizer becomes the optimizer's kind. Throws
+// std::invalid_argument if the optimizer updates a parameter not in `params`.
+CheckpointContent checkpoint_content(const LayerParameters& params, layers::Optimizer<float>* optimizer = nullptr,
+                                     CheckpointMeta meta = {});
+
+}  // namespace tessera::models

@@ -1,0 +1,28 @@
+#pragma once
+// The file side of an atomic save: a temporary name all ranks agree on, and the rename
+// that makes a finished checkpoint visible. Rank 0 alone touches the directory; the
+// others learn the outcome, so every rank returns or throws alike.
+
+#include <mpi.h>
+
+#include <string>
+
+namespace tessera::models {
+
+// Fails unless a file can be created at `path` (its directory exists and is writable, and
+// `path` is not a directory). Call it before training so a bad --checkpoint path fails
+// before any work rather than at the first save.
+void check_writable(const std::string& path, MPI_Comm comm);
+
+// "<path>.tmp-<pid>-<clock>" of rank 0: no other save, even of another job writing the
+// same path, picks the same name.
+std::string agreed_temporary_name(const std::string& path, MPI_Comm comm);
+
+// Renames the closed `temporary` over `path` (atomic on POSIX file systems); on failure
+// removes the temporary and throws on every rank.
+void commit_temporary(const std::string& temporary, const std::string& path, MPI_Comm comm);
+
+// Removes the temporary of a failed save; returns on every rank once it is gone.
+void discard_temporary(const std::string& temporary, MPI_Comm comm);
+
+}  // namespace tessera::models

@@ -1,0 +1,118 @@
+#include "models/layer_registry.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include "layers/activation.hpp"
+#include "layers/batch_norm.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/flatten.hpp"
+#include "layers/linear.hpp"
+#include "layers/pool2d.hpp"
+#include "layers/spec_options.hpp"
+#include "layers/upsample.hpp"
+
+namespace tessera::models {
+namespace {
+
+using layers::Layer;
+using Made = std::unique_ptr<Layer<float>>;
+
+// A layer that takes no options still rejects any it is given.
+void expect_no_options(const char* kind, std::string_view options) { layers::SpecOptions(kind, options).finish(); }
+
+// A recipe with the defaults: output on the input's grid, input halo from the window.
+LayerRecipe spatial(LayerRecipe::Factory make) {
+  LayerRecipe recipe;
+  recipe.make = std::move(make);
+  return recipe;
+}
+
+LayerRecipe activation(const char* kind) {
+  return spatial([kind](std::string_view o, const Shape4&, std::uint64_t) { return layers::make_activation<float>(kind, o); });
+}
+
+LayerRecipe pool(layers::PoolKind kind) {
+  return spatial([kind](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+    return std::make_unique<layers::Pool2d<float>>(layers::Pool2dOptions::parse(kind, o));
+  });
+}
+
+LayerRecipe batch_norm() {
+  LayerRecipe recipe = spatial([](std::string_view o, const Shape4& in, std::uint64_t) -> Made {
+    return std::make_unique<layers::BatchNorm2d<float>>(layers::BatchNormOptions::parse(o), in[C]);
+  });
+  recipe.set_training = [](Layer<float>& layer, bool training) {
+    static_cast<layers::BatchNorm2d<float>&>(layer).set_training(training);
+  };
+  return recipe;
+}
+
+LayerRecipe linear() {
+  LayerRecipe recipe = spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
+    return std::make_unique<layers::Linear>(layers::LinearOptions::parse(o),
+                                            std::array<std::int64_t, 3>{in[C], in[H], in[W]}, seed);
+  });
+  recipe.placement = OutputPlacement::head_grid;
+  recipe.input_halo = InputHalo::none;
+  return recipe;
+}
+
+void add_builtins(LayerRegistry& r) {
+  r.add("conv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
+          return std::make_unique<layers::Conv2d<float>>(layers::Conv2dOptions::parse(o), in[C], seed);
+        }));
+  r.add("batchnorm", batch_norm());
+  for (const char* kind : {"relu", "leakyrelu", "sigmoid", "tanh"}) r.add(kind, activation(kind));
+  for (const auto kind : {layers::PoolKind::max, layers::PoolKind::average, layers::PoolKind::l2})
+    r.add(std::string(layers::pool_kind_name(kind)), pool(kind));
+  r.add("flatten", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+          expect_no_options("flatten", o);
+          return std::make_unique<layers::Flatten<float>>();
+        }));
+  r.add("linear", linear());
+  r.add("upsample", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+          return std::make_unique<layers::Upsample<float>>(layers::UpsampleOptions::parse(o));
+        }));
+}
+
+}  // namespace
+
+LayerRegistry LayerRegistry::builtin() {
+  LayerRegistry r;
+  add_builtins(r);
+  return r;
+}
+
+LayerRegistry& LayerRegistry::global() {
+  static LayerRegistry registry = builtin();
+  return registry;
+}
+
+void LayerRegistry::add(std::string name, LayerRecipe recipe) {
+  if (!recipe.make) throw std::invalid_argument("LayerRegistry::add(\"" + name + "\"): the recipe has no factory");
+  recipes_.insert_or_assign(std::move(name), std::move(recipe));
+}
+
+bool LayerRegistry::contains(std::string_view name) const { return recipes_.find(name) != recipes_.end(); }
+
+const LayerRecipe& LayerRegistry::find(std::string_view name) const {
+  const auto it = recipes_.find(name);
+  if (it == recipes_.end())
+    throw std::invalid_argument("unknown layer \"" + std::string(name) + "\" (known layers: " + names_list() + ")");
+  return it->second;
+}
+
+std::vector<std::string> LayerRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, recipe] : recipes_) out.push_back(name);
+  return out;
+}
+
+std::string LayerRegistry::names_list() const {
+  std::string out;
+  for (const auto& [name, recipe] : recipes_) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+}  // namespace tessera::models

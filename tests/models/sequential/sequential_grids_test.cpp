@@ -1,0 +1,178 @@
+// Whole models on every process grid the rank count allows (pn <= 2): the loss, the
+// logits or output, the input gradient and every reduced parameter gradient equal the
+// one-rank result (rank 0 alone on MPI_COMM_SELF) within 1e-5 relative — fashion-cnn with
+// cross-entropy on its head grid, and an all-conv net with MSE.
+#include <gtest/gtest.h>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "distarray/gather_scatter.hpp"
+#include "layers/grad_reduce.hpp"
+#include "layers/loss/cross_entropy.hpp"
+#include "layers/loss/mse.hpp"
+#include "models/sequential.hpp"
+#include "tests/support/grid_cases.hpp"
+
+namespace tessera::models {
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+struct StepResult {
+  double loss = 0;
+  std::vector<double> output, dx;            // whole arrays, rank 0 only
+  std::vector<std::vector<double>> dparams;  // reduced, every rank
+};
+
+HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
+  HostArray<float> a("random", s[0], s[1], s[2], s[3]);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = uniform(gen);
+  return a;
+}
+
+template <class V>
+std::vector<double> host_vector(const V& view) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
+  return std::vector<double>(host.data(), host.data() + host.size());
+}
+
+std::vector<double> gathered(const layers::Tensor<float>& t) {
+  const HostArray<float> a = gather(t);
+  return {a.data(), a.data() + a.size()};
+}
+
+// Class labels of the owned samples of `logits` (N, K, 1, 1).
+Kokkos::View<std::int64_t***, Kokkos::LayoutRight, layers::LossMemorySpace> owned_labels(
+    const layers::Tensor<float>& logits, const std::vector<std::int64_t>& labels) {
+  const Box own = logits.owned_box();
+  Kokkos::View<std::int64_t***, Kokkos::LayoutRight, layers::LossMemorySpace> owned("labels", own.extent(N), 1, 1);
+  auto host = Kokkos::create_mirror_view(owned);
+  for (std::int64_t n = 0; n < own.extent(N); ++n) host(n, 0, 0) = labels[own.lo[N] + n];
+  Kokkos::deep_copy(owned, host);
+  return owned;
+}
+
+// One forward and backward of `spec` on `grid`: cross-entropy against `labels` when given,
+// else MSE against `target`.
+StepResult run_step(const ProcessGrid& grid, const std::string& spec, const Shape4& shape, const HostArray<float>& x,
+                    const std::vector<std::int64_t>& labels, const HostArray<float>& target) {
+  Sequential<float> model(spec, shape, grid, /*seed=*/5);
+  scatter(x, model.input());
+  const layers::Tensor<float>& y = model.forward(model.input());
+  layers::Tensor<float>& dy = model.output_gradient();
+  StepResult r;
+  if (!labels.empty()) {
+    r.loss = layers::cross_entropy_loss(y, layers::OwnedLabels(owned_labels(y, labels)), dy);
+  } else {
+    layers::Tensor<float> t(model.output_grid(), y.distribution().global_shape(), {}, "target");
+    scatter(target, t);
+    r.loss = layers::mse_loss(y, t.owned(), dy);
+  }
+  model.zero_grad();
+  const layers::Tensor<float>& dx = model.backward(dy);
+  layers::reduce_gradients(model.parameters(), grid);
+  r.output = gathered(y);
+  r.dx = gathered(dx);
+  for (layers::Parameter<float>* p : model.parameters()) r.dparams.push_back(host_vector(p->grad));
+  return r;
+}
+
+void broadcast(std::vector<double>& v) {
+  int n = static_cast<int>(v.size());
+  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  v.resize(static_cast<std::size_t>(n));
+  MPI_Bcast(v.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+}
+
+// Max difference over max magnitude, the magnitude at least `floor`.
+double relative_error(const std::vector<double>& got, const std::vector<double>& want, double floor = 0) {
+  if (got.size() != want.size()) return INFINITY;
+  double diff = 0, scale = floor;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    diff = std::max(diff, std::abs(got[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+std::string format_grid(const GridDims& g) {
+  return std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]);
+}
+
+void expect_every_grid_matches_one_rank(const std::string& spec, const Shape4& shape,
+                                        const std::vector<std::int64_t>& labels, const HostArray<float>& target) {
+  const bool root = tessera::testing::world_rank() == 0;
+  const HostArray<float> x = random_array(shape, 31);
+  StepResult one;
+  if (root) {
+    const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+    one = run_step(self, spec, shape, x, labels, target);
+  }
+  MPI_Bcast(&one.loss, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  int count = static_cast<int>(one.dparams.size());
+  MPI_Bcast(&count, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  one.dparams.resize(static_cast<std::size_t>(count));
+  for (auto& g : one.dparams) broadcast(g);
+  for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+    if (dims[0] > 2) continue;
+    SCOPED_TRACE(spec + " on grid " + format_grid(dims));
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    const StepResult got = run_step(grid, spec, shape, x, labels, target);
+    EXPECT_NEAR(got.loss, one.loss, kTolerance * std::abs(one.loss));
+    if (root) {
+      EXPECT_LE(relative_error(got.output, one.output), kTolerance);
+      EXPECT_LE(relative_error(got.dx, one.dx), kTolerance);
+    }
+    // A conv bias right before batch norm has a true gradient of zero (the normalisation
+    // removes any shift): its one-rank value is rounding noise, so gradients are compared
+    // relative to at least the largest gradient of the model.
+    double largest = 0;
+    for (const auto& g : one.dparams)
+      for (const double v : g) largest = std::max(largest, std::abs(v));
+    EXPECT_EQ(got.dparams.size(), one.dparams.size());
+    for (std::size_t i = 0; i < std::min(got.dparams.size(), one.dparams.size()); ++i)
+      EXPECT_LE(relative_error(got.dparams[i], one.dparams[i], largest), kTolerance) << "parameter " << i;
+  }
+}
+
+TEST(SequentialOnGrids, FashionCnnCrossEntropyMatchesOneRank) {
+  expect_every_grid_matches_one_rank("fashion-cnn", {4, 1, 28, 28}, {3, 9, 0, 4}, {});
+}
+
+TEST(SequentialOnGrids, AllConvMseMatchesOneRank) {
+  const std::string spec =
+      "conv(out=4,k=3,pad=1),relu,conv(out=4,k=3,pad=1,stride=2),tanh,upsample(scale=2),conv(out=2,k=3,pad=1)";
+  const Shape4 shape{2, 2, 12, 10};
+  expect_every_grid_matches_one_rank(spec, shape, {}, random_array(shape, 41));
+}
+
+TEST(SequentialOnGrids, DenoiserMatchesOneRank) {
+  const Shape4 shape{2, 1, 16, 16};
+  expect_every_grid_matches_one_rank("denoise-fcn", shape, {}, random_array(shape, 43));
+}
+
+// A second linear on a spatially split grid would count its gradients once per head
+// replica: rejected on every rank alike; accepted where ph = pw = 1.
+TEST(SequentialOnGrids, ParametersAfterTheHeadNeedAnUnsplitGrid) {
+  for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+    SCOPED_TRACE(format_grid(dims));
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    const auto build = [&] { Sequential<float>("flatten,linear(out=8),relu,linear(out=3)", {4, 2, 6, 6}, grid, 1); };
+    if (dims[1] * dims[2] > 1) {
+      EXPECT_THROW(build(), std::invalid_argument);
+    } else {
+      EXPECT_NO_THROW(build());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::models
