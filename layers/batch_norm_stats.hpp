@@ -13,18 +13,18 @@
 // for fp32 activations unless |mean| exceeds std by ~1e4; Welford would need a custom MPI
 // operation (no MPI_SUM) for no gain at fp32 output precision.
 
-#include <mpi.h>
-
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "distarray/process_grid.hpp"
+#include "layers/group_sum.hpp"
 
 namespace tessera::layers {
 
-enum class StatsGroup { local, spatial, all };
+// The groups are group_sum's (layers/group_sum.hpp).
+using StatsGroup = SumGroup;
 
 inline StatsGroup parse_stats_group(std::string_view text) {
   if (text == "local") return StatsGroup::local;
@@ -43,11 +43,11 @@ inline const char* stats_group_name(StatsGroup group) {
 }
 
 // Sums `sums` element-wise over the ranks of `group` in place (host memory, one call per
-// rank of the group, all with the same length). Collective over that group.
+// rank of the group, all with the same length): group_sum on the host array. Collective
+// over that group.
 inline void sum_over_stats_group(std::vector<double>& sums, const ProcessGrid& grid, StatsGroup group) {
-  if (group == StatsGroup::local || sums.empty()) return;
-  const MPI_Comm comm = group == StatsGroup::spatial ? grid.spatial_comm() : grid.comm();
-  MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE, MPI_SUM, comm);
+  group_sum(Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(sums.data(), sums.size()),
+            grid, group, "batchnorm");
 }
 
 }  // namespace tessera::layers

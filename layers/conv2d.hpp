@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -100,10 +101,8 @@ class Conv2d final : public Layer<T> {
     Box w;
     w.lo[N] = output.lo[N], w.hi[N] = output.hi[N];
     w.lo[C] = 0, w.hi[C] = input[C];
-    w.lo[H] = output.lo[H] * g.sh - options_.pad.top;
-    w.hi[H] = (output.hi[H] - 1) * g.sh - options_.pad.top + (g.kh - 1) * g.dh + 1;
-    w.lo[W] = output.lo[W] * g.sw - options_.pad.left;
-    w.hi[W] = (output.hi[W] - 1) * g.sw - options_.pad.left + (g.kw - 1) * g.dw + 1;
+    std::tie(w.lo[H], w.hi[H]) = sliding_window_span(output.lo[H], output.hi[H], g.kh, g.sh, g.dh, options_.pad.top);
+    std::tie(w.lo[W], w.hi[W]) = sliding_window_span(output.lo[W], output.hi[W], g.kw, g.sw, g.dw, options_.pad.left);
     return w;
   }
 

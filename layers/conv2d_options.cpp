@@ -10,33 +10,30 @@
 namespace tessera::layers {
 namespace {
 
-// A pair of per-axis keys (kh,kw) with a shorthand for both (k); giving both forms is an
-// error because the intent is ambiguous.
-void take_pair(SpecOptions& spec, std::string_view both, std::string_view first, std::string_view second,
-               std::int64_t& a, std::int64_t& b) {
-  const auto shared = spec.take_int(both);
-  const auto x = spec.take_int(first), y = spec.take_int(second);
-  if (shared && (x || y))
-    throw std::invalid_argument("conv: give " + std::string(both) + " or " + std::string(first) + "/" +
-                                std::string(second) + ", not both");
-  if (shared) a = b = *shared;
-  if (x) a = *x;
-  if (y) b = *y;
-}
-
-// "k=3" when both axes agree, "kh=3,kw=5" otherwise; nothing when both equal the default.
-void put_pair(std::ostream& out, std::string_view both, std::string_view first, std::string_view second,
-              std::int64_t a, std::int64_t b, std::int64_t fallback) {
-  if (a == fallback && b == fallback) return;
-  if (a == b) out << ',' << both << '=' << a;
-  else out << ',' << first << '=' << a << ',' << second << '=' << b;
-}
-
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("conv: " + what);
 }
 
 }  // namespace
+
+Padding take_padding(SpecOptions& spec) {
+  const std::int64_t all = spec.take_int("pad").value_or(0);
+  Padding pad;
+  pad.top = spec.take_int("pad_top").value_or(all);
+  pad.bottom = spec.take_int("pad_bottom").value_or(all);
+  pad.left = spec.take_int("pad_left").value_or(all);
+  pad.right = spec.take_int("pad_right").value_or(all);
+  return pad;
+}
+
+void put_padding(std::ostream& s, const Padding& pad) {
+  if (pad == Padding::uniform(pad.top)) {
+    if (pad.top != 0) s << ",pad=" << pad.top;
+  } else {
+    s << ",pad_top=" << pad.top << ",pad_bottom=" << pad.bottom << ",pad_left=" << pad.left
+      << ",pad_right=" << pad.right;
+  }
+}
 
 Conv2dOptions Conv2dOptions::parse(std::string_view text) {
   SpecOptions spec("conv", text);
@@ -47,11 +44,7 @@ Conv2dOptions Conv2dOptions::parse(std::string_view text) {
   take_pair(spec, "k", "kh", "kw", o.kh, o.kw);
   take_pair(spec, "stride", "sh", "sw", o.sh, o.sw);
   take_pair(spec, "dilation", "dh", "dw", o.dh, o.dw);
-  const std::int64_t pad = spec.take_int("pad").value_or(0);
-  o.pad.top = spec.take_int("pad_top").value_or(pad);
-  o.pad.bottom = spec.take_int("pad_bottom").value_or(pad);
-  o.pad.left = spec.take_int("pad_left").value_or(pad);
-  o.pad.right = spec.take_int("pad_right").value_or(pad);
+  o.pad = take_padding(spec);
   o.bias = spec.take_bool("bias").value_or(true) ? Bias::with : Bias::without;
   o.groups = spec.take_int("groups").value_or(1);
   o.windowed.overlap = spec.take_bool("overlap").value_or(true) ? Overlap::on : Overlap::off;
@@ -63,15 +56,10 @@ Conv2dOptions Conv2dOptions::parse(std::string_view text) {
 std::string Conv2dOptions::to_spec() const {
   std::ostringstream s;
   s << "out=" << out;
-  put_pair(s, "k", "kh", "kw", kh, kw, -1);
-  put_pair(s, "stride", "sh", "sw", sh, sw, 1);
-  put_pair(s, "dilation", "dh", "dw", dh, dw, 1);
-  if (pad == Padding::uniform(pad.top)) {
-    if (pad.top != 0) s << ",pad=" << pad.top;
-  } else {
-    s << ",pad_top=" << pad.top << ",pad_bottom=" << pad.bottom << ",pad_left=" << pad.left
-      << ",pad_right=" << pad.right;
-  }
+  put_pair(s, "k", "kh", "kw", kh, kw, -1, -1);
+  put_pair(s, "stride", "sh", "sw", sh, sw, 1, 1);
+  put_pair(s, "dilation", "dh", "dw", dh, dw, 1, 1);
+  put_padding(s, pad);
   if (bias == Bias::without) s << ",bias=false";
   if (groups != 1) s << ",groups=" << groups;
   if (windowed.overlap == Overlap::off) s << ",overlap=off";

@@ -7,6 +7,7 @@
 // bias (true/false); groups; overlap (on/off).
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,14 @@ struct Padding {
   static constexpr Padding uniform(std::int64_t p) { return {p, p, p, p}; }
   friend bool operator==(const Padding&, const Padding&) = default;
 };
+
+class SpecOptions;
+
+// The padding keys shared by conv and the pools: pad, overridden per side by pad_top,
+// pad_bottom, pad_left, pad_right (each defaults to pad, or 0).
+Padding take_padding(SpecOptions& spec);
+// ",pad=p" when all sides agree (nothing for 0), else all four sides.
+void put_padding(std::ostream& out, const Padding& pad);
 
 enum class Bias { with, without };
 

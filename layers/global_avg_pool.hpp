@@ -1,26 +1,26 @@
 #pragma once
 // GlobalAvgPool: global average pooling (spec "gap"): y(n, c) = mean of x(n, c, :, :).
 //
-// Why this is not a Layer<T>: its output is (N, C, 1, 1), and a Distribution over the
-// input's grid {pn, ph, pw} must cut H = 1 into ph parts, which it rightly refuses when ph
-// or pw > 1. Giving the output a grid of its own ({pn, 1, 1} over grid.sample_comm(), one
-// copy per spatial position) would break the Layer contract that a layer's output lives on
-// its input's grid, for every consumer. So GAP is its own small type: forward returns the
-// pooled values of this rank's samples as a (samples, C) view — REPLICATED over the
-// spatial group (every rank holding a tile of those samples has the same values) — and
-// backward takes the gradient in the same form. The reduction over tiles is the
-// spatial_sum helper (layers/global_avg_pool_spatial_sum.hpp), the one MPI call here.
-// A head (linear, loss) that consumes (samples, C) on every rank of the spatial group is
-// the natural next layer.
+// Its output (N, C, 1, 1) cannot be cut over the input's grid {pn, ph, pw} (H = W = 1), so
+// it lives on make_head_grid(input grid) — exactly as Linear's output: every rank of a
+// spatial group holds the pooled values of all its samples' channels, one replica per
+// spatial position, each replica on its own {pn, 1, 1} grid over the sample group. A
+// Sequential thus chains conv... -> gap -> linear (Linear takes a head-grid input) or
+// conv... -> gap -> loss uniformly. Forward sums each tile and adds the sums over the
+// spatial group (group_sum, layers/group_sum.hpp: the one MPI call); backward is local,
+// every replica receiving the same dy. Like Linear, GAP reads only its tile: its input
+// needs no halo although input_window names the whole image of the output's samples.
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
-#include "layers/global_avg_pool_spatial_sum.hpp"
+#include "layers/group_sum.hpp"
+#include "layers/head_grid.hpp"
 #include "layers/layer.hpp"
 #include "layers/spec_options.hpp"
 
@@ -41,23 +41,25 @@ struct TileSum {
   }
 };
 
-template <class Out>
-struct Scale {
-  Out v;
+// y(n, c, 0, 0) = sums(n, c) * factor: the mean.
+template <class Sums, class Out>
+struct Mean {
+  Sums sums;
+  Out y;
   double factor;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c) const {
-    v(n, c) = static_cast<typename Out::non_const_value_type>(v(n, c) * factor);
+    y(n, c, 0, 0) = static_cast<typename Out::non_const_value_type>(sums(n, c) * factor);
   }
 };
 
-// dx(n, c, h, w) = dy(n, c) / (H * W): every cell of the image had the same weight.
+// dx(n, c, h, w) = dy(n, c, 0, 0) / (H * W): every cell of the image had the same weight.
 template <class Grad, class Out>
 struct Spread {
   Grad dy;
   Out dx;
   double factor;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    dx(n, c, h, w) = static_cast<typename Out::non_const_value_type>(dy(n, c) * factor);
+    dx(n, c, h, w) = static_cast<typename Out::non_const_value_type>(dy(n, c, 0, 0) * factor);
   }
 };
 
@@ -67,11 +69,9 @@ using Cells = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int6
 }  // namespace gap_kernels
 
 template <class T>
-class GlobalAvgPool {
+class GlobalAvgPool final : public Layer<T> {
  public:
   using memory_space = typename Tensor<T>::memory_space;
-  // (samples this rank owns, C): rows are samples x.owned_box().lo[N] ... hi[N] - 1.
-  using Pooled = Kokkos::View<T**, Kokkos::LayoutRight, memory_space>;
 
   // "gap" takes no options; anything given is an unknown option (std::invalid_argument).
   static GlobalAvgPool parse(std::string_view text) {
@@ -79,37 +79,59 @@ class GlobalAvgPool {
     spec.finish();
     return {};
   }
-  std::string kind() const { return "gap"; }
-  std::string options() const { return ""; }
+  std::string kind() const override { return "gap"; }
+  std::string options() const override { return ""; }
 
-  // The pooled values of x's owned samples. Collective over x.grid().spatial_comm().
-  Pooled forward(const Tensor<T>& x) const {
-    const Box owned = x.owned_box();
-    const Shape4& image = x.distribution().global_shape();
-    Pooled y(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::gap_y"), owned.extent(N), owned.extent(C));
-    const auto xs = x.owned();
-    Kokkos::parallel_for("tessera::gap_tile_sum", gap_kernels::Plane({0, 0}, {owned.extent(N), owned.extent(C)}),
-                         gap_kernels::TileSum<decltype(xs), Pooled>{xs, y});
-    spatial_sum(y, x.grid());
-    Kokkos::parallel_for("tessera::gap_mean", gap_kernels::Plane({0, 0}, {owned.extent(N), owned.extent(C)}),
-                         gap_kernels::Scale<Pooled>{y, 1.0 / double(image[H] * image[W])});
-    return y;
+  Shape4 output_shape(const Shape4& input) const override { return {input[N], input[C], 1, 1}; }
+
+  // The whole image of the output's samples and channels (only the tile is read locally).
+  Box input_window(const Box& output, const Shape4& input) const override {
+    return Box{{output.lo[N], output.lo[C], 0, 0}, {output.hi[N], output.hi[C], input[H], input[W]}};
   }
 
-  // dx's owned cells from dy (same form as forward's result). Local: no communication.
-  void backward(const Pooled& dy, const Tensor<T>& dx) const {
+  // x: tiled on its grid; y: on make_head_grid(x's grid), shape output_shape. Collective
+  // over x's spatial group.
+  void forward(const Tensor<T>& x, const Tensor<T>& y) override {
+    check_head(x, y, "y");
+    const Box owned = x.owned_box();
+    const Shape4& image = x.distribution().global_shape();
+    Kokkos::View<T**, Kokkos::LayoutRight, memory_space> sums(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::gap_sums"), owned.extent(N), owned.extent(C));
+    const auto xs = x.owned();
+    const auto ys = y.owned();
+    const gap_kernels::Plane plane({0, 0}, {owned.extent(N), owned.extent(C)});
+    Kokkos::parallel_for("tessera::gap_tile_sum", plane, gap_kernels::TileSum<decltype(xs), decltype(sums)>{xs, sums});
+    group_sum(sums, x.grid(), SumGroup::spatial, "gap");
+    Kokkos::parallel_for("tessera::gap_mean", plane,
+                         gap_kernels::Mean<decltype(sums), decltype(ys)>{sums, ys, 1.0 / double(image[H] * image[W])});
+    input_distribution_.emplace(x.distribution());
+  }
+
+  // dy: on the head grid, the same on every replica (as a loss on the head grid gives it).
+  // dx: distributed as forward's x, owned cells written. Local: no communication.
+  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
+    if (!input_distribution_) throw std::logic_error("gap: backward() before forward()");
+    if (!(dx.distribution() == *input_distribution_))
+      throw std::invalid_argument("gap: dx is " + dx.distribution().describe() + " but forward's x was " +
+                                  input_distribution_->describe());
+    check_head(dx, dy, "dy");
     const Box owned = dx.owned_box();
-    if (std::int64_t(dy.extent(0)) != owned.extent(N) || std::int64_t(dy.extent(1)) != owned.extent(C))
-      throw std::invalid_argument("gap: dy is " + std::to_string(dy.extent(0)) + "x" + std::to_string(dy.extent(1)) +
-                                  " but this rank owns " + std::to_string(owned.extent(N)) + " samples of " +
-                                  std::to_string(owned.extent(C)) + " channels");
     const Shape4& image = dx.distribution().global_shape();
     dx.fill_window(T(0));  // halo cells get no gradient
     const auto dxs = dx.owned();
+    const auto dys = dy.owned();
     const Shape4 s = owned.shape();
-    Kokkos::parallel_for("tessera::gap_backward", gap_kernels::Cells({0, 0, 0, 0}, {s[0], s[1], s[2], s[3]}),
-                         gap_kernels::Spread<Pooled, decltype(dxs)>{dy, dxs, 1.0 / double(image[H] * image[W])});
+    Kokkos::parallel_for(
+        "tessera::gap_backward", gap_kernels::Cells({0, 0, 0, 0}, {s[0], s[1], s[2], s[3]}),
+        gap_kernels::Spread<decltype(dys), decltype(dxs)>{dys, dxs, 1.0 / double(image[H] * image[W])});
   }
+
+ private:
+  void check_head(const Tensor<T>& tiled, const Tensor<T>& head, const char* name) const {
+    require_head_output(tiled, head, output_shape(tiled.distribution().global_shape()), "gap", name);
+  }
+
+  std::optional<Distribution> input_distribution_;
 };
 
 }  // namespace tessera::layers

@@ -2,7 +2,9 @@
 // reduce_gradients: after backward, sum every parameter's gradient over the ranks that
 // share it — replicated parameters over all ranks of the grid (each holds partial sums
 // from its tiles of its samples), tiled parameters over the sample group (ranks holding
-// the same tile of other samples). The trainer calls it once per step.
+// the same tile of other samples), as are head replicas (Parameter::head_replica: the
+// parameters of a layer on a head-grid input, whose gradient every spatial replica already
+// holds whole). The trainer calls it once per step.
 //
 // Tensor fusion (Horovod, PyTorch DDP buckets): all replicated gradients are packed into
 // one flat bucket and reduced by ONE allreduce, likewise the tiled ones — one latency per
@@ -54,10 +56,15 @@ void allreduce_fused(const std::vector<Parameter<T>*>& params, MPI_Comm comm) {
 
 template <class T>
 void reduce_gradients(const std::vector<Parameter<T>*>& params, const ProcessGrid& grid) {
-  std::vector<Parameter<T>*> replicated, tiled;
-  for (Parameter<T>* p : params) (p->sharing == Sharing::replicated ? replicated : tiled).push_back(p);
+  // Head replicas are complete per spatial group; with ph*pw == 1 the sample group is the grid.
+  const bool spatially_split = grid.dims()[1] * grid.dims()[2] > 1;
+  std::vector<Parameter<T>*> replicated, per_sample_group;
+  for (Parameter<T>* p : params) {
+    const bool over_all = p->sharing == Sharing::replicated && !(p->head_replica && spatially_split);
+    (over_all ? replicated : per_sample_group).push_back(p);
+  }
   if (grid.size() > 1) detail::allreduce_fused(replicated, grid.comm());
-  if (grid.dims()[0] > 1) detail::allreduce_fused(tiled, grid.sample_comm());
+  if (grid.dims()[0] > 1) detail::allreduce_fused(per_sample_group, grid.sample_comm());
 }
 
 }  // namespace tessera::layers

@@ -11,12 +11,20 @@
 // dy * W_cols (local) and the tile's weight-gradient columns dy^T x_tile are summed by
 // reduce_gradients like every replicated parameter.
 //
-// The output lives on a *head grid* (make_head_grid in layers/linear_spatial_sum.hpp):
+// A head-grid input — the (N, C, 1, 1) output of gap or of another linear, replicated over
+// the spatial group — is a grid {pn, 1, 1}: every replica holds all features, the spatial
+// sum is a no-op, and every replica computes the same, whole weight and bias gradients of
+// its samples. Forward then marks weight and bias `head_replica` (layers/parameter.hpp) so
+// that reduce_gradients sums them over the sample group only, counting each sample once
+// rather than ph*pw times.
+//
+// The output lives on a *head grid* (make_head_grid in layers/head_grid.hpp):
 // every rank of a spatial group holds the full (N_local, K) block of its samples, one
 // replica per spatial position, each replica on its own {pn, 1, 1} grid over the sample
 // group. A loss that reduces over its grid (cross_entropy_loss on the head grid) thus counts
 // each sample once, and all replicas hand identical dlogits back. Only the rank at spatial
-// position (0, 0) adds the bias gradient, so reduce_gradients over all ranks counts it once.
+// position (0, 0) adds the bias gradient (of a tiled input), so reduce_gradients over all
+// ranks counts it once.
 // Weight (K, C*H*W) and bias (K) are replicated and drawn as PyTorch's nn.Linear
 // (uniform in ±1/sqrt(C*H*W)) from `seed`, the same on every rank.
 
@@ -32,11 +40,12 @@
 #include <vector>
 
 #include "layers/conv2d.hpp"  // fill_uniform: the shared PyTorch-style initializer
+#include "layers/group_sum.hpp"
+#include "layers/head_grid.hpp"
 #include "layers/layer.hpp"
 #include "layers/linear_backend.hpp"
 #include "layers/linear_kernels.hpp"
 #include "layers/linear_options.hpp"
-#include "layers/linear_spatial_sum.hpp"
 #include "layers/parameter.hpp"
 
 namespace tessera::layers {
@@ -95,10 +104,15 @@ class Linear final : public Layer<float> {
     Matrix sums("linear.partial_sums", s[N], options_.out);
     backend_->gemm(Transpose::no, Transpose::yes, s[N], options_.out, tile_.count(), 1.0f, saved_x_.data(),
                    tile_.count(), weight_block_.data(), tile_.count(), 0.0f, sums.data(), options_.out);
-    sum_over_spatial_group(sums, x.grid());
+    group_sum(sums, x.grid(), SumGroup::spatial, "linear");
     linear::write_output(sums, bias_ ? bias_->value : linear::Vector(), y.owned());
     input_distribution_.emplace(x.distribution());
-    adds_bias_gradient_ = x.grid().coord()[1] == 0 && x.grid().coord()[2] == 0;
+    // On a head-grid input (after gap or linear) each replica holds every feature and
+    // computes the whole gradient of its samples: sum it over the sample group only.
+    const bool head_input = is_head_layout(x.grid());
+    weight_.head_replica = head_input;
+    if (bias_) bias_->head_replica = head_input;
+    adds_bias_gradient_ = head_input || (x.grid().coord()[1] == 0 && x.grid().coord()[2] == 0);
   }
 
   // dy: on the head grid, the same on every replica (as a loss on the head grid gives it).
@@ -133,14 +147,8 @@ class Linear final : public Layer<float> {
  private:
   // `head` must be the output of `tiled` on its head grid: right shape, same samples.
   void check_output(const Tensor<float>& tiled, const Tensor<float>& head, const char* name) const {
-    const Shape4 want = output_shape(tiled.distribution().global_shape());
-    const Box& t = tiled.owned_box();
-    const Box& h = head.owned_box();
-    const bool head_grid = head.grid().dims() == GridDims{tiled.grid().dims()[0], 1, 1};
-    if (head.distribution().global_shape() == want && head_grid && h.lo[N] == t.lo[N] && h.hi[N] == t.hi[N]) return;
-    throw std::invalid_argument("linear(" + options() + "): " + name + " is " + head.distribution().describe() +
-                                " but the output must be (N, " + std::to_string(options_.out) +
-                                ", 1, 1) on make_head_grid() of the input's grid, holding the same samples");
+    require_head_output(tiled, head, output_shape(tiled.distribution().global_shape()), "linear(" + options() + ")",
+                        name);
   }
 
   LinearOptions options_;

@@ -6,7 +6,8 @@
 // output positions it owns, as for a locally connected layer's untied weights. After the
 // backward pass a replicated parameter's gradient is summed over every rank (its
 // contributions come from every tile of every sample); a tiled parameter's gradient is
-// summed only over the sample group (ranks holding the same tile of other samples).
+// summed only over the sample group (ranks holding the same tile of other samples), as is
+// a replicated parameter marked head_replica.
 // Optimizers reduce norms over the same ranks that share the tensor.
 
 #include <Kokkos_Core.hpp>
@@ -32,6 +33,11 @@ struct Parameter {
   std::vector<std::int64_t> offset;   // where this rank's slice starts in the global tensor
   std::vector<std::int64_t> extent;   // this rank's slice; == shape when replicated
   Sharing sharing = Sharing::replicated;
+  // A replicated parameter of a layer whose input lives on a head grid (linear after gap or
+  // linear): each of the ph*pw replicas of a spatial group computes the same, whole
+  // gradient of its samples, so reduce_gradients sums it over the sample group only (over
+  // all ranks it would count it ph*pw times). Set by the layer's forward.
+  bool head_replica = false;
   View value;                         // this rank's elements, row-major over `extent`
   View grad;                          // same layout; backward() adds into it
 

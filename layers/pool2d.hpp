@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "layers/layer.hpp"
 #include "layers/pool2d_kernels.hpp"
@@ -47,10 +48,8 @@ class Pool2d final : public Layer<T> {
   Box input_window(const Box& output, const Shape4& /*input*/) const override {
     const Pool2dOptions& o = options_;
     Box w = output;  // same samples and channels
-    w.lo[H] = output.lo[H] * o.sh - o.pad.top;
-    w.hi[H] = (output.hi[H] - 1) * o.sh - o.pad.top + (o.kh - 1) * o.dh + 1;
-    w.lo[W] = output.lo[W] * o.sw - o.pad.left;
-    w.hi[W] = (output.hi[W] - 1) * o.sw - o.pad.left + (o.kw - 1) * o.dw + 1;
+    std::tie(w.lo[H], w.hi[H]) = sliding_window_span(output.lo[H], output.hi[H], o.kh, o.sh, o.dh, o.pad.top);
+    std::tie(w.lo[W], w.hi[W]) = sliding_window_span(output.lo[W], output.hi[W], o.kw, o.sw, o.dw, o.pad.left);
     return w;
   }
 

@@ -7,33 +7,6 @@
 #include "layers/spec_options.hpp"
 
 namespace tessera::layers {
-namespace {
-
-// A pair of per-axis keys (kh,kw) with a shorthand for both (k); giving both forms is an
-// error because the intent is ambiguous. Returns whether anything was given.
-bool take_pair(SpecOptions& spec, std::string_view both, std::string_view first, std::string_view second,
-               std::int64_t& a, std::int64_t& b) {
-  const auto shared = spec.take_int(both);
-  const auto x = spec.take_int(first), y = spec.take_int(second);
-  if (shared && (x || y))
-    throw std::invalid_argument(spec.kind() + ": give " + std::string(both) + " or " + std::string(first) + "/" +
-                                std::string(second) + ", not both");
-  if (shared) a = b = *shared;
-  if (x) a = *x;
-  if (y) b = *y;
-  return shared || x || y;
-}
-
-// "k=3" when both axes agree, "kh=3,kw=5" otherwise; nothing when both equal `fallback`.
-void put_pair(std::ostream& out, std::string_view both, std::string_view first, std::string_view second,
-              std::int64_t a, std::int64_t b, std::int64_t fallback_a, std::int64_t fallback_b) {
-  if (a == fallback_a && b == fallback_b) return;
-  if (a == b) out << ',' << both << '=' << a;
-  else out << ',' << first << '=' << a << ',' << second << '=' << b;
-}
-
-}  // namespace
-
 std::string_view pool_kind_name(PoolKind kind) {
   switch (kind) {
     case PoolKind::max: return "maxpool";
@@ -52,11 +25,7 @@ Pool2dOptions Pool2dOptions::parse(PoolKind kind, std::string_view text) {
   o.sh = o.kh, o.sw = o.kw;  // PyTorch's default stride is the window
   take_pair(spec, "stride", "sh", "sw", o.sh, o.sw);
   take_pair(spec, "dilation", "dh", "dw", o.dh, o.dw);
-  const std::int64_t pad = spec.take_int("pad").value_or(0);
-  o.pad.top = spec.take_int("pad_top").value_or(pad);
-  o.pad.bottom = spec.take_int("pad_bottom").value_or(pad);
-  o.pad.left = spec.take_int("pad_left").value_or(pad);
-  o.pad.right = spec.take_int("pad_right").value_or(pad);
+  o.pad = take_padding(spec);
   // Only average pooling has the option: elsewhere it stays unknown and finish() names it.
   if (kind == PoolKind::average) o.count_include_pad = spec.take_bool("count_include_pad").value_or(true);
   o.windowed.overlap = spec.take_bool("overlap").value_or(true) ? Overlap::on : Overlap::off;
@@ -71,12 +40,7 @@ std::string Pool2dOptions::to_spec() const {
   else s << "kh=" << kh << ",kw=" << kw;
   put_pair(s, "stride", "sh", "sw", sh, sw, kh, kw);
   put_pair(s, "dilation", "dh", "dw", dh, dw, 1, 1);
-  if (pad == Padding::uniform(pad.top)) {
-    if (pad.top != 0) s << ",pad=" << pad.top;
-  } else {
-    s << ",pad_top=" << pad.top << ",pad_bottom=" << pad.bottom << ",pad_left=" << pad.left
-      << ",pad_right=" << pad.right;
-  }
+  put_padding(s, pad);
   if (!count_include_pad) s << ",count_include_pad=false";
   if (windowed.overlap == Overlap::off) s << ",overlap=off";
   return s.str();

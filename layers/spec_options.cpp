@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <ostream>
 #include <stdexcept>
 
 namespace tessera::layers {
@@ -71,6 +72,26 @@ void SpecOptions::finish() const {
   for (const auto& e : entries_) unknown += (unknown.empty() ? "'" : ", '") + e.first + "'";
   for (const auto& k : known_) known += (known.empty() ? "" : ", ") + k;
   throw std::invalid_argument(kind_ + ": unknown option " + unknown + "; known options: " + known);
+}
+
+bool take_pair(SpecOptions& spec, std::string_view both, std::string_view first, std::string_view second,
+               std::int64_t& a, std::int64_t& b) {
+  const auto shared = spec.take_int(both);
+  const auto x = spec.take_int(first), y = spec.take_int(second);
+  if (shared && (x || y))
+    throw std::invalid_argument(spec.kind() + ": give " + std::string(both) + " or " + std::string(first) + "/" +
+                                std::string(second) + ", not both");
+  if (shared) a = b = *shared;
+  if (x) a = *x;
+  if (y) b = *y;
+  return shared || x || y;
+}
+
+void put_pair(std::ostream& out, std::string_view both, std::string_view first, std::string_view second,
+              std::int64_t a, std::int64_t b, std::int64_t fallback_a, std::int64_t fallback_b) {
+  if (a == fallback_a && b == fallback_b) return;
+  if (a == b) out << ',' << both << '=' << a;
+  else out << ',' << first << '=' << a << ',' << second << '=' << b;
 }
 
 }  // namespace tessera::layers

@@ -4,6 +4,7 @@
 // misspelt option is an error rather than a silently ignored default.
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,5 +37,16 @@ class SpecOptions {
   std::vector<std::pair<std::string, std::string>> entries_;  // not yet taken, in text order
   std::vector<std::string> known_;                            // every key a layer asked for
 };
+
+// A pair of per-axis keys (e.g. kh,kw) with a shorthand for both (k): sets a and b from
+// whatever was given and returns whether anything was. Giving both forms is an
+// std::invalid_argument (the intent is ambiguous), named after spec.kind().
+bool take_pair(SpecOptions& spec, std::string_view both, std::string_view first, std::string_view second,
+               std::int64_t& a, std::int64_t& b);
+
+// Writes ",k=3" when both axes agree, ",kh=3,kw=5" otherwise; nothing when (a, b) equals
+// the defaults (fallback_a, fallback_b).
+void put_pair(std::ostream& out, std::string_view both, std::string_view first, std::string_view second,
+              std::int64_t a, std::int64_t b, std::int64_t fallback_a, std::int64_t fallback_b);
 
 }  // namespace tessera::layers

@@ -16,11 +16,13 @@
 // When a rank's window lies inside its owned box (a pointwise layer) no exchange is made.
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "distarray/dist_array.hpp"
 #include "halo/halo.hpp"
@@ -38,6 +40,15 @@ struct WindowedConfig {
 
 // The window rule of `layer` applied to inputs of `input_shape`: rank r's window is the
 // input window of r's owned box in the output distribution (same grid).
+// The input span [lo, hi) along one axis that a sliding window reads for the outputs
+// [out_lo, out_hi): kernel k, stride s, dilation d, `before` padding cells. Padded cells
+// fall outside the image (lo < 0 or hi > size). Shared by conv and the pools.
+inline std::pair<std::int64_t, std::int64_t> sliding_window_span(std::int64_t out_lo, std::int64_t out_hi,
+                                                                 std::int64_t k, std::int64_t s, std::int64_t d,
+                                                                 std::int64_t before) {
+  return {out_lo * s - before, (out_hi - 1) * s - before + (k - 1) * d + 1};
+}
+
 template <class T>
 halo::WindowRule window_rule(const Layer<T>& layer, const Shape4& input_shape) {
   return [&layer, input_shape, output_shape = layer.output_shape(input_shape)](const Distribution& input, int rank) {

@@ -7,6 +7,7 @@
 #include "layers/batch_norm.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/flatten.hpp"
+#include "layers/global_avg_pool.hpp"
 #include "layers/linear.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/spec_options.hpp"
@@ -48,11 +49,10 @@ LayerRecipe batch_norm() {
   return recipe;
 }
 
-LayerRecipe linear() {
-  LayerRecipe recipe = spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
-    return std::make_unique<layers::Linear>(layers::LinearOptions::parse(o),
-                                            std::array<std::int64_t, 3>{in[C], in[H], in[W]}, seed);
-  });
+// Layers whose (N, C', 1, 1) output lives on the head grid (layers/head_grid.hpp) and whose
+// input is read without a halo.
+LayerRecipe head(LayerRecipe::Factory make) {
+  LayerRecipe recipe = spatial(std::move(make));
   recipe.placement = OutputPlacement::head_grid;
   recipe.input_halo = InputHalo::none;
   return recipe;
@@ -70,7 +70,13 @@ void add_builtins(LayerRegistry& r) {
           expect_no_options("flatten", o);
           return std::make_unique<layers::Flatten<float>>();
         }));
-  r.add("linear", linear());
+  r.add("linear", head([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
+          return std::make_unique<layers::Linear>(layers::LinearOptions::parse(o),
+                                                  std::array<std::int64_t, 3>{in[C], in[H], in[W]}, seed);
+        }));
+  r.add("gap", head([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+          return std::make_unique<layers::GlobalAvgPool<float>>(layers::GlobalAvgPool<float>::parse(o));
+        }));
   r.add("upsample", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
           return std::make_unique<layers::Upsample<float>>(layers::UpsampleOptions::parse(o));
         }));

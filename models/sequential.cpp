@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "layers/linear_spatial_sum.hpp"
+#include "layers/head_grid.hpp"
 #include "layers/windowed.hpp"
 #include "models/presets.hpp"
 
@@ -75,12 +75,14 @@ void Sequential<T>::build(const LayerRegistry& registry, std::uint64_t seed) {
     try {
       const LayerRecipe& recipe = registry.find(entries_[i].name);
       auto layer = recipe.make(entries_[i].options, shapes_[i], layer_seed(seed, i));
-      if (head_replica && !layer->params().empty())
+      // Head layers (linear) mark their parameters as head replicas so reduce_gradients
+      // counts them once; any other layer's parameters there would be counted per replica.
+      if (head_replica && !layer->params().empty() && recipe.placement != OutputPlacement::head_grid)
         throw std::invalid_argument(
             "its parameters would sit on the head grid, replicated over the " +
             std::to_string(grids_[0]->dims()[1] * grids_[0]->dims()[2]) +
-            " spatial positions, and their gradients would be counted once per replica; a layer with parameters "
-            "after linear is supported only on grids with ph = pw = 1");
+            " spatial positions, and their gradients would be counted once per replica; after the head only "
+            "linear may have parameters on grids with ph * pw > 1");
       shapes_.push_back(layer->output_shape(shapes_[i]));
       if (recipe.placement == OutputPlacement::head_grid && spatially_split(grid)) {
         head_grids_.push_back(layers::make_head_grid(grid));

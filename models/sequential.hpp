@@ -12,10 +12,11 @@
 //
 // Each layer's input is allocated with the halo that layer's window needs (make_input), its
 // gradient likewise (the layer accumulates halo contributions into their owners). A layer
-// placed on the head grid (linear) puts its output, and everything after it, on
-// make_head_grid(grid): one replica per spatial position. Parameters after the head on a
-// grid with ph*pw > 1 are rejected: every replica would add the same gradient and
-// reduce_gradients would count it ph*pw times.
+// placed on the head grid (linear, gap) puts its output, and everything after it, on
+// make_head_grid(grid): one replica per spatial position. A linear after the head marks
+// its parameters as head replicas, which reduce_gradients counts once; any other layer
+// with parameters after the head on a grid with ph*pw > 1 is rejected, since every replica
+// would add the same gradient and it would be counted ph*pw times.
 
 #include <cstdint>
 #include <memory>

@@ -11,19 +11,13 @@
 #include <vector>
 
 #include "batch_norm_test_support.hpp"
+#include "tests/layers/support/broadcast.hpp"
 #include "tests/support/grid_cases.hpp"
 
 namespace tessera::layers::testing {
 namespace {
 
 const Shape4 kShape{3, 5, 7, 9};
-
-void broadcast(std::vector<double>& v) {
-  int n = static_cast<int>(v.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  v.resize(static_cast<std::size_t>(n));
-  MPI_Bcast(v.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-}
 
 class BatchNormOnGrids : public ::testing::TestWithParam<StatsGroup> {};
 

@@ -3,11 +3,14 @@
 // over every (output cell, kernel tap) pair, shared by forward, dx, dW and db so the four
 // cannot disagree about indexing. Padding, stride, dilation and groups follow PyTorch.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "distarray/box.hpp"
 #include "layers/conv2d_options.hpp"
+#include "tests/layers/support/compare.hpp"
 
 namespace tessera::layers::testing {
 
@@ -20,6 +23,27 @@ struct Dense {
     return v[static_cast<std::size_t>(((a * shape[1] + b) * shape[2] + c) * shape[3] + d)];
   }
 };
+
+inline Dense to_dense(const HostArray<float>& a) {
+  Dense d(tessera::detail::shape_of(a));
+  std::copy(a.data(), a.data() + a.size(), d.v.begin());
+  return d;
+}
+
+inline Dense to_dense(const std::vector<float>& v, const Shape4& shape) {
+  Dense d(shape);
+  std::copy(v.begin(), v.end(), d.v.begin());
+  return d;
+}
+
+// relative_error of a result against the reference (INFINITY when the sizes differ).
+inline double error_against(const HostArray<float>& got, const Dense& want) {
+  return got.size() == want.v.size() ? relative_error(got.data(), want.v.data(), want.v.size()) : INFINITY;
+}
+
+inline double error_against(const std::vector<float>& got, const std::vector<double>& want) {
+  return got.size() == want.size() ? relative_error(got.data(), want.data(), want.size()) : INFINITY;
+}
 
 struct ReferenceConv {
   Conv2dOptions o;

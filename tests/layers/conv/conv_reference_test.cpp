@@ -14,27 +14,6 @@
 namespace tessera::layers::testing {
 namespace {
 
-Dense to_dense(const HostArray<float>& a) {
-  Dense d({static_cast<std::int64_t>(a.extent(0)), static_cast<std::int64_t>(a.extent(1)),
-           static_cast<std::int64_t>(a.extent(2)), static_cast<std::int64_t>(a.extent(3))});
-  std::copy(a.data(), a.data() + a.size(), d.v.begin());
-  return d;
-}
-
-Dense to_dense(const std::vector<float>& v, const Shape4& shape) {
-  Dense d(shape);
-  std::copy(v.begin(), v.end(), d.v.begin());
-  return d;
-}
-
-double error_against(const HostArray<float>& got, const Dense& want) {
-  return got.size() == want.v.size() ? relative_error(got.data(), want.v.data(), want.v.size()) : INFINITY;
-}
-
-double error_against(const std::vector<float>& got, const std::vector<double>& want) {
-  return got.size() == want.size() ? relative_error(got.data(), want.data(), want.size()) : INFINITY;
-}
-
 class ConvAgainstReference : public ::testing::TestWithParam<ConvCase> {};
 
 // Forward y, dx, dW and db of every configuration, with overlap on and off, equal the naive
@@ -150,14 +129,6 @@ TEST(ConvOptions, ParseAndPrint) {
 
 // Bad configurations are std::invalid_argument with a message naming the problem.
 TEST(ConvOptions, BadConfigurationsAreClearErrors) {
-  auto message_of = [](auto make) -> std::string {
-    try {
-      make();
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "(no exception)";
-  };
   EXPECT_NE(message_of([] { Conv2dOptions::parse("out=4,k=3,stride=0"); }).find("stride must be >= 1"),
             std::string::npos);
   EXPECT_NE(message_of([] { Conv2dOptions::parse("out=4,k=3,kernel=5"); }).find("unknown option 'kernel'"),

@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the conv tests: the configurations every test runs, deterministic random
 // inputs, running a Conv2d on a grid from global arrays (scatter in, gather out), and the
-// relative comparison used throughout.
+// relative comparison used throughout (tests/layers/support/compare.hpp).
 
 #include <mpi.h>
 
@@ -19,6 +19,8 @@
 #include "layers/conv2d.hpp"
 #include "layers/grad_reduce.hpp"
 #include "layers/windowed.hpp"
+#include "tests/layers/support/compare.hpp"
+#include "tests/layers/support/layer_step.hpp"
 
 namespace tessera::layers::testing {
 
@@ -47,15 +49,6 @@ inline std::vector<ConvCase> conv_cases() {
   };
 }
 
-inline HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
-  HostArray<float> a("random", s[0], s[1], s[2], s[3]);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  float* p = a.data();
-  for (std::size_t i = 0; i < a.size(); ++i) p[i] = uniform(gen);
-  return a;
-}
-
 inline int rank_in(MPI_Comm comm) {
   int r = 0;
   MPI_Comm_rank(comm, &r);
@@ -80,19 +73,12 @@ struct ConvStep {
 inline ConvStep run_conv_step(const ProcessGrid& grid, const Conv2dOptions& options, const Shape4& input,
                               const HostArray<float>& x_global, const HostArray<float>& dy_global) {
   Conv2d<float> conv(options, input[C], /*seed=*/2024);
-  Tensor<float> x = make_input(grid, input, conv, "x");
-  Tensor<float> y = make_output(grid, input, conv, "y");
-  Tensor<float> dy = make_output(grid, input, conv, "dy");
-  Tensor<float> dx = make_input(grid, input, conv, "dx");
-  scatter(x_global, x);
-  scatter(dy_global, dy);
-  conv.forward(x, y);
   for (Parameter<float>* p : conv.params()) p->zero_grad();
-  conv.backward(dy, dx);
+  const LayerStep<float> run = run_layer_step(grid, conv, input, x_global, dy_global);
   reduce_gradients(conv.params(), grid);
   ConvStep step;
-  step.y = gather(y);
-  step.dx = gather(dx);
+  step.y = run.y;
+  step.dx = run.dx;
   const auto params = conv.params();
   step.weight = to_host_vector(params[0]->value);
   step.dweight = to_host_vector(params[0]->grad);
@@ -103,29 +89,5 @@ inline ConvStep run_conv_step(const ProcessGrid& grid, const Conv2dOptions& opti
   return step;
 }
 
-// max |got - want| / max |want| (0 when both are all zeros): one scale for the whole
-// array, so values near zero in an otherwise large result do not blow up the ratio.
-inline double relative_error(const float* got, const double* want, std::size_t n) {
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  return scale == 0 ? diff : diff / scale;
-}
-
-inline double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return INFINITY;
-  std::vector<double> w(want.begin(), want.end());
-  return relative_error(got.data(), w.data(), got.size());
-}
-
-inline double relative_error(const HostArray<float>& got, const HostArray<float>& want) {
-  if (got.size() != want.size()) return INFINITY;
-  std::vector<double> w(want.data(), want.data() + want.size());
-  return relative_error(got.data(), w.data(), got.size());
-}
-
-inline constexpr double kTolerance = 1e-5;
 
 }  // namespace tessera::layers::testing

@@ -11,26 +11,13 @@
 #include <vector>
 
 #include "linear_test_support.hpp"
+#include "tests/layers/support/broadcast.hpp"
 #include "tests/support/grid_cases.hpp"
 
 namespace tessera::layers::testing {
 namespace {
 
 const Shape4 kShape{3, 5, 7, 9};
-
-void broadcast(std::vector<double>& v) {
-  int n = static_cast<int>(v.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  v.resize(static_cast<std::size_t>(n));
-  MPI_Bcast(v.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-}
-
-std::vector<GridDims> grids() {
-  std::vector<GridDims> out;
-  for (const GridDims& g : tessera::testing::all_grids(tessera::testing::world_size()))
-    if (g[0] <= kShape[N]) out.push_back(g);
-  return out;
-}
 
 // Runs one step on rank 0 alone and on every grid, comparing each with the former.
 void expect_every_grid_matches_one_rank(const std::string& spec, const std::vector<std::int64_t>& labels) {
@@ -45,7 +32,7 @@ void expect_every_grid_matches_one_rank(const std::string& spec, const std::vect
   broadcast(one.dweight);
   broadcast(one.dbias);
   MPI_Bcast(&one.loss, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  for (const GridDims& dims : grids()) {
+  for (const GridDims& dims : grids_for(kShape[N])) {
     SCOPED_TRACE(spec + " on grid " + format_grid(dims));
     const ProcessGrid grid(MPI_COMM_WORLD, dims);
     const LinearResult got = run_linear_step(grid, options, kShape, x, dy, labels);

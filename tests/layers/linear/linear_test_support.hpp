@@ -14,18 +14,10 @@
 #include "layers/grad_reduce.hpp"
 #include "layers/linear.hpp"
 #include "layers/loss/cross_entropy.hpp"
+#include "tests/layers/support/compare.hpp"
+#include "tests/support/grid_cases.hpp"
 
 namespace tessera::layers::testing {
-
-inline constexpr double kTolerance = 1e-5;
-
-inline HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
-  HostArray<float> a("random", s[0], s[1], s[2], s[3]);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = uniform(gen);
-  return a;
-}
 
 template <class V>
 std::vector<double> host_vector(const V& view) {
@@ -65,6 +57,26 @@ inline LinearResult reference(const std::vector<double>& x, const std::vector<do
   return r;
 }
 
+// The cross-entropy of head-grid logits against the global `labels` (one per sample);
+// writes dlogits. Collective over the logits' grid.
+inline double cross_entropy(const Tensor<float>& logits, const std::vector<std::int64_t>& labels,
+                            const Tensor<float>& dlogits) {
+  const Box own = logits.owned_box();
+  Kokkos::View<std::int64_t***, Kokkos::LayoutRight, LossMemorySpace> owned("labels", own.extent(N), 1, 1);
+  auto host = Kokkos::create_mirror_view(owned);
+  for (std::int64_t n = 0; n < own.extent(N); ++n) host(n, 0, 0) = labels[own.lo[N] + n];
+  Kokkos::deep_copy(owned, host);
+  return cross_entropy_loss(logits, OwnedLabels(owned), dlogits);
+}
+
+// Every grid of the launched rank count with at most `samples` sample blocks.
+inline std::vector<GridDims> grids_for(std::int64_t samples) {
+  std::vector<GridDims> out;
+  for (const GridDims& g : tessera::testing::all_grids(tessera::testing::world_size()))
+    if (g[0] <= samples) out.push_back(g);
+  return out;
+}
+
 // Forward, then backward of `dy_global` (N, K, 1, 1) — or, when `labels` is non-empty, of
 // the cross-entropy of the logits against them — on `grid`. Gradients reduced on all ranks.
 inline LinearResult run_linear_step(const ProcessGrid& grid, const LinearOptions& options, const Shape4& input,
@@ -81,12 +93,7 @@ inline LinearResult run_linear_step(const ProcessGrid& grid, const LinearOptions
   if (labels.empty()) {
     scatter(dy_global, dy);
   } else {
-    const Box own = y.owned_box();
-    Kokkos::View<std::int64_t***, Kokkos::LayoutRight, LossMemorySpace> owned("labels", own.extent(N), 1, 1);
-    auto host = Kokkos::create_mirror_view(owned);
-    for (std::int64_t n = 0; n < own.extent(N); ++n) host(n, 0, 0) = labels[own.lo[N] + n];
-    Kokkos::deep_copy(owned, host);
-    r.loss = cross_entropy_loss(y, OwnedLabels(owned), dy);
+    r.loss = cross_entropy(y, labels, dy);
   }
   for (Parameter<float>* p : layer.params()) p->zero_grad();
   layer.backward(dy, dx);
@@ -97,16 +104,6 @@ inline LinearResult run_linear_step(const ProcessGrid& grid, const LinearOptions
   r.weight = host_vector(params[0]->value), r.dweight = host_vector(params[0]->grad);
   if (params.size() > 1) r.bias = host_vector(params[1]->value), r.dbias = host_vector(params[1]->grad);
   return r;
-}
-
-inline double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
-  if (got.size() != want.size()) return INFINITY;
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    diff = std::max(diff, std::abs(got[i] - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  return scale == 0 ? diff : diff / scale;
 }
 
 }  // namespace tessera::layers::testing

@@ -6,8 +6,8 @@
 
 #include "pointwise_cases.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
-#include "tests/layers/pooling/grids_that_fit.hpp"
-#include "tests/layers/pooling/layer_step.hpp"
+#include "tests/layers/support/grids_that_fit.hpp"
+#include "tests/layers/support/layer_step.hpp"
 
 namespace tessera::layers::testing {
 namespace {

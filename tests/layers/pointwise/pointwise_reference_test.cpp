@@ -10,20 +10,10 @@
 
 #include "pointwise_cases.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
-#include "tests/layers/pooling/layer_step.hpp"
+#include "tests/layers/support/layer_step.hpp"
 
 namespace tessera::layers::testing {
 namespace {
-
-Dense to_dense(const HostArray<float>& a) {
-  Dense d(tessera::detail::shape_of(a));
-  std::copy(a.data(), a.data() + a.size(), d.v.begin());
-  return d;
-}
-
-double error_against(const HostArray<float>& got, const Dense& want) {
-  return got.size() == want.v.size() ? relative_error(got.data(), want.v.data(), want.v.size()) : INFINITY;
-}
 
 class PointwiseAgainstReference : public ::testing::TestWithParam<PointwiseCase> {};
 
@@ -42,24 +32,6 @@ TEST_P(PointwiseAgainstReference, ForwardAndGradientMatch) {
 
 INSTANTIATE_TEST_SUITE_P(Configurations, PointwiseAgainstReference, ::testing::ValuesIn(pointwise_cases()),
                          [](const auto& info) { return info.param.name; });
-
-HostArray<double> to_double(const HostArray<float>& a) {
-  HostArray<double> d("d", a.extent(0), a.extent(1), a.extent(2), a.extent(3));
-  for (std::size_t i = 0; i < a.size(); ++i) d.data()[i] = a.data()[i];
-  return d;
-}
-
-// L = sum(layer(x) * r); central differences in double agree with dx.
-double probe_loss(const ProcessGrid& grid, Layer<double>& layer, const Shape4& shape, const HostArray<double>& x,
-                  const HostArray<double>& r) {
-  Tensor<double> xt = make_input(grid, shape, layer), yt = make_output(grid, shape, layer);
-  scatter(x, xt);
-  layer.forward(xt, yt);
-  const HostArray<double> y = gather(yt);
-  double loss = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) loss += y.data()[i] * r.data()[i];
-  return loss;
-}
 
 TEST(PointwiseGradient, FiniteDifferencesMatchBackward) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
@@ -110,14 +82,6 @@ TEST(PointwiseOptions, ParseAndPrint) {
 }
 
 TEST(PointwiseOptions, BadConfigurationsAreClearErrors) {
-  auto message_of = [](auto make) -> std::string {
-    try {
-      make();
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "(no exception)";
-  };
   auto has = [](const std::string& message, const char* part) { return message.find(part) != std::string::npos; };
   EXPECT_TRUE(has(message_of([] { make_activation<float>("relu", "slope=0.1"); }), "unknown option 'slope'"));
   EXPECT_TRUE(has(message_of([] { make_activation<float>("leakyrelu", "slope=abc"); }), "not a number"));

@@ -1,7 +1,7 @@
-// Global average pooling on every process grid the rank count allows: each rank's pooled
-// (samples, C) values equal the naive double mean over the whole image (so the tiles'
-// partial sums were added over the spatial group), dx equals dy / (H*W) everywhere, a
-// finite-difference check in double, and the option error.
+// Global average pooling on every process grid the rank count allows: its (N, C, 1, 1)
+// output on the head grid — on every replica — equals the naive double mean over the whole
+// image (so the tiles' partial sums were added over the spatial group), dx equals
+// dy / (H*W) everywhere, a finite-difference check in double, and the option error.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,17 +9,21 @@
 #include <string>
 #include <vector>
 
-#include "grids_that_fit.hpp"
+#include "tests/layers/support/grids_that_fit.hpp"
 #include "layers/global_avg_pool.hpp"
+#include "layers/head_grid.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
 
 namespace tessera::layers::testing {
 namespace {
 
 template <class T>
-std::vector<double> to_doubles(const Kokkos::View<T**, Kokkos::LayoutRight, typename Tensor<T>::memory_space>& v) {
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  return std::vector<double>(host.data(), host.data() + host.size());
+std::vector<double> owned_values(const Tensor<T>& t) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), t.owned());
+  std::vector<double> v;
+  for (std::size_t n = 0; n < host.extent(0); ++n)
+    for (std::size_t c = 0; c < host.extent(1); ++c) v.push_back(host(n, c, 0, 0));
+  return v;
 }
 
 TEST(GlobalAvgPool, EveryGridMatchesTheReference) {
@@ -27,34 +31,34 @@ TEST(GlobalAvgPool, EveryGridMatchesTheReference) {
   const HostArray<float> x = random_array(shape, 5);
   const HostArray<float> dy_global = random_array({2, 3, 1, 1}, 6);  // every rank draws the same
   const double cells = double(shape[H] * shape[W]);
-  const GlobalAvgPool<float> gap;
+  GlobalAvgPool<float> gap;
   for (const GridDims& dims : grids_that_fit(shape, shape)) {
     SCOPED_TRACE("grid " + format_grid(dims));
     const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    const auto head = make_head_grid(grid);
+    const Shape4 out = gap.output_shape(shape);
     Tensor<float> xt(grid, shape, HaloWidths{}, "x"), dxt(grid, shape, HaloWidths::symmetric_hw(1, 1), "dx");
+    Tensor<float> y(*head, out, {}, "y"), dy(*head, out, {}, "dy");
     scatter(x, xt);
-    const auto y = gap.forward(xt);
+    gap.forward(xt, y);
     const Box owned = xt.owned_box();
-    std::vector<double> want, dy_local;
+    std::vector<double> want;
     for (std::int64_t n = owned.lo[N]; n < owned.hi[N]; ++n)
       for (std::int64_t c = 0; c < shape[C]; ++c) {
         double sum = 0;
         for (std::int64_t h = 0; h < shape[H]; ++h)
           for (std::int64_t w = 0; w < shape[W]; ++w) sum += x(n, c, h, w);
         want.push_back(sum / cells);
-        dy_local.push_back(dy_global(n, c, 0, 0));
       }
-    const std::vector<double> got = to_doubles<float>(y);
+    const std::vector<double> got = owned_values(y);
     EXPECT_EQ(got.size(), want.size());  // not ASSERT: every rank must reach the collectives below
     const std::vector<float> got_f(got.begin(), got.end());
     if (got.size() == want.size()) {
       EXPECT_LE(relative_error(got_f.data(), want.data(), want.size()), kTolerance);
     }
 
-    GlobalAvgPool<float>::Pooled dy("dy", owned.extent(N), owned.extent(C));
-    auto dy_host = Kokkos::create_mirror_view(dy);
-    for (std::size_t i = 0; i < dy_local.size(); ++i) dy_host.data()[i] = static_cast<float>(dy_local[i]);
-    Kokkos::deep_copy(dy, dy_host);
+    EXPECT_EQ(y.owned_box().extent(N), owned.extent(N));
+    scatter(dy_global, dy);  // each head grid (replica) gets the same dy
     gap.backward(dy, dxt);
     const HostArray<float> dx = gather(dxt);
     if (grid.rank() == 0) {
@@ -71,23 +75,25 @@ TEST(GlobalAvgPool, EveryGridMatchesTheReference) {
 TEST(GlobalAvgPool, FiniteDifferencesMatchBackward) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const Shape4 shape{2, 2, 3, 4};
-  const GlobalAvgPool<double> gap;
-  Tensor<double> xt(self, shape), dxt(self, shape);
+  GlobalAvgPool<double> gap;
+  const Shape4 out = gap.output_shape(shape);
+  Tensor<double> xt(self, shape), dxt(self, shape), y(self, out), r(self, out);
   auto x = Kokkos::create_mirror_view(xt.window());
   for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = std::sin(double(i));
-  GlobalAvgPool<double>::Pooled r("r", 2, 2);
-  auto rh = Kokkos::create_mirror_view(r);
+  auto rh = Kokkos::create_mirror_view(r.window());
   for (std::size_t i = 0; i < rh.size(); ++i) rh.data()[i] = 0.5 + double(i);
-  Kokkos::deep_copy(r, rh);
-  gap.backward(r, dxt);
-  const auto dx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dxt.window());
+  Kokkos::deep_copy(r.window(), rh);
   auto loss = [&] {
     Kokkos::deep_copy(xt.window(), x);
-    const auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gap.forward(xt));
+    gap.forward(xt, y);
+    const auto yh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y.window());
     double l = 0;
-    for (std::size_t i = 0; i < y.size(); ++i) l += y.data()[i] * rh.data()[i];
+    for (std::size_t i = 0; i < yh.size(); ++i) l += yh.data()[i] * rh.data()[i];
     return l;
   };
+  loss();
+  gap.backward(r, dxt);
+  const auto dx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dxt.window());
   constexpr double h = 1e-6;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double saved = x.data()[i];

@@ -4,8 +4,8 @@
 // not line up with tile borders give ranks windows of different shapes.
 #include <gtest/gtest.h>
 
-#include "grids_that_fit.hpp"
-#include "layer_step.hpp"
+#include "tests/layers/support/grids_that_fit.hpp"
+#include "tests/layers/support/layer_step.hpp"
 #include "pool_test_support.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
 

@@ -7,23 +7,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "layer_step.hpp"
+#include "tests/layers/support/layer_step.hpp"
 #include "pool_reference.hpp"
 #include "pool_test_support.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
 
 namespace tessera::layers::testing {
 namespace {
-
-Dense to_dense(const HostArray<float>& a) {
-  Dense d(tessera::detail::shape_of(a));
-  std::copy(a.data(), a.data() + a.size(), d.v.begin());
-  return d;
-}
-
-double error_against(const HostArray<float>& got, const Dense& want) {
-  return got.size() == want.v.size() ? relative_error(got.data(), want.v.data(), want.v.size()) : INFINITY;
-}
 
 class PoolAgainstReference : public ::testing::TestWithParam<PoolCase> {};
 
@@ -64,23 +54,6 @@ TEST(PoolPadding, MaxIgnoresZeroPadding) {
 
 // L = sum(pool(x) * r) in double; central differences with a small step agree with dx
 // (inputs spaced apart so no max or tie flips within the step).
-double probe_loss(const ProcessGrid& grid, Pool2d<double>& pool, const Shape4& shape, const HostArray<double>& x,
-                  const HostArray<double>& r) {
-  Tensor<double> xt = make_input(grid, shape, pool), yt = make_output(grid, shape, pool);
-  scatter(x, xt);
-  pool.forward(xt, yt);
-  const HostArray<double> y = gather(yt);
-  double loss = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) loss += y.data()[i] * r.data()[i];
-  return loss;
-}
-
-HostArray<double> to_double(const HostArray<float>& a) {
-  HostArray<double> d("d", a.extent(0), a.extent(1), a.extent(2), a.extent(3));
-  for (std::size_t i = 0; i < a.size(); ++i) d.data()[i] = a.data()[i];
-  return d;
-}
-
 TEST(PoolGradient, FiniteDifferencesMatchBackward) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const Shape4 shape{1, 2, 6, 5};
@@ -120,14 +93,6 @@ TEST(PoolOptions, ParseAndPrint) {
 }
 
 TEST(PoolOptions, BadConfigurationsAreClearErrors) {
-  auto message_of = [](auto make) -> std::string {
-    try {
-      make();
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "(no exception)";
-  };
   auto has = [](const std::string& message, const char* part) {
     return message.find(part) != std::string::npos;
   };

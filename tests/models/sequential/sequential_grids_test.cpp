@@ -159,13 +159,24 @@ TEST(SequentialOnGrids, DenoiserMatchesOneRank) {
   expect_every_grid_matches_one_rank("denoise-fcn", shape, {}, random_array(shape, 43));
 }
 
-// A second linear on a spatially split grid would count its gradients once per head
-// replica: rejected on every rank alike; accepted where ph = pw = 1.
-TEST(SequentialOnGrids, ParametersAfterTheHeadNeedAnUnsplitGrid) {
+// Heads: global average pooling into a linear classifier, and two stacked linears (the
+// second one's parameters are head replicas, counted once by reduce_gradients).
+TEST(SequentialOnGrids, GapAndStackedLinearHeadsMatchOneRank) {
+  const Shape4 shape{4, 2, 6, 6};
+  const std::vector<std::int64_t> labels{1, 0, 2, 1};
+  expect_every_grid_matches_one_rank("conv(out=4,k=3,pad=1),relu,gap,linear(out=3)", shape, labels,
+                                     random_array(shape, 47));
+  expect_every_grid_matches_one_rank("flatten,linear(out=8),relu,linear(out=3)", shape, labels,
+                                     random_array(shape, 53));
+}
+
+// Other parameters after the head would be counted once per replica: rejected on every
+// rank alike where ph * pw > 1, accepted where the grid is not split spatially.
+TEST(SequentialOnGrids, OtherParametersAfterTheHeadNeedAnUnsplitGrid) {
   for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
     SCOPED_TRACE(format_grid(dims));
     const ProcessGrid grid(MPI_COMM_WORLD, dims);
-    const auto build = [&] { Sequential<float>("flatten,linear(out=8),relu,linear(out=3)", {4, 2, 6, 6}, grid, 1); };
+    const auto build = [&] { Sequential<float>("flatten,linear(out=8),batchnorm,linear(out=3)", {4, 2, 6, 6}, grid, 1); };
     if (dims[1] * dims[2] > 1) {
       EXPECT_THROW(build(), std::invalid_argument);
     } else {

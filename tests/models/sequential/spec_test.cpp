@@ -89,7 +89,7 @@ TEST(LayerRegistry, EveryRegisteredLayerBuildsFromItsSpec) {
 
 TEST(LayerRegistry, CoversTheBuiltInLayers) {
   for (const char* name : {"conv", "batchnorm", "relu", "leakyrelu", "sigmoid", "tanh", "maxpool", "avgpool",
-                           "l2pool", "flatten", "linear", "upsample"})
+                           "l2pool", "flatten", "linear", "gap", "upsample"})
     EXPECT_TRUE(LayerRegistry::global().contains(name)) << name;
 }
 
