@@ -50,6 +50,16 @@ Handle memory_space(std::int64_t count) {
   return space;
 }
 
+// Selects the block at `offset` of `extent` in a file space, or nothing for an empty block.
+void select_block(hid_t file_space, const Dims& offset, const Dims& extent) {
+  if (product(extent) == 0) {
+    H5Sselect_none(file_space);
+    return;
+  }
+  const auto o = to_hsize(offset), e = to_hsize(extent);
+  H5Sselect_hyperslab(file_space, H5S_SELECT_SET, o.data(), nullptr, e.data(), nullptr);
+}
+
 }  // namespace
 
 std::string dims_text(const Dims& d) {
@@ -144,12 +154,7 @@ void Hdf5File::write_block_raw(const std::string& name, const Dims& global, cons
   Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
   Handle file_space(H5Dget_space(set.get()), H5Sclose);
   const std::int64_t count = product(extent);
-  if (count > 0) {
-    const auto o = to_hsize(offset), e = to_hsize(extent);
-    H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, o.data(), nullptr, e.data(), nullptr);
-  } else {
-    H5Sselect_none(file_space.get());
-  }
+  select_block(file_space.get(), offset, extent);
   Handle mem = memory_space(count);
   Handle dxpl = collective_transfer();
   const char dummy = 0;
@@ -170,12 +175,7 @@ void Hdf5File::read_block_raw(const std::string& name, const Dims& offset, const
                dims_text(dims), name);
   Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
   Handle file_space(H5Dget_space(set.get()), H5Sclose);
-  if (count > 0) {
-    const auto o = to_hsize(offset), e = to_hsize(extent);
-    H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, o.data(), nullptr, e.data(), nullptr);
-  } else {
-    H5Sselect_none(file_space.get());
-  }
+  select_block(file_space.get(), offset, extent);
   Handle mem = memory_space(count);
   Handle dxpl = collective_transfer();
   char dummy = 0;

@@ -11,6 +11,7 @@
 
 #include "distarray/hdf5_file.hpp"
 #include "distarray/tile_io.hpp"
+#include "tests/support/error_message.hpp"
 #include "tests/support/grid_cases.hpp"
 
 namespace tessera {
@@ -172,14 +173,7 @@ TEST(TileIo, StringsRoundTrip) {
 
 // Each failure must be an exception naming the problem, thrown on every rank alike.
 TEST(TileIo, BadFilesAndShapesAreClearErrors) {
-  auto message_of = [](auto&& action) -> std::string {
-    try {
-      action();
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "no error";
-  };
+  auto message_of = [](auto&& action) { return tessera::testing::error_message(action); };
   EXPECT_NE(message_of([] { Hdf5File f("/tmp/tessera-no-such-file.h5", Hdf5File::Mode::read, MPI_COMM_WORLD); })
                 .find("does not exist"),
             std::string::npos);

@@ -12,6 +12,7 @@
 #include "halo/transport_mpi.hpp"
 #include "halo_test_support.hpp"
 #include "tessera_config.hpp"
+#include "tests/support/error_message.hpp"
 
 namespace tessera::halo {
 namespace {
@@ -146,12 +147,7 @@ double sum_owned(const DistArray<double>& a) {
 
 template <class F>
 std::string message_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no std::invalid_argument)";
+  return tessera::testing::error_message<std::invalid_argument>(f);
 }
 
 TEST(HaloFill, OwnersCellsFillEveryWindowOnEveryGrid) {

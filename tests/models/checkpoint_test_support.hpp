@@ -20,6 +20,7 @@
 #include "distarray/distribution.hpp"
 #include "models/checkpoint.hpp"
 #include "tests/support/grid_cases.hpp"
+#include "tests/support/error_message.hpp"
 
 namespace tessera::testing {
 
@@ -147,12 +148,7 @@ inline std::vector<std::string> unexpected_slots(const models::CheckpointContent
 // The message of the std::runtime_error that `action` throws; empty if it throws none.
 template <class Action>
 std::string error_of(Action&& action) {
-  try {
-    action();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return tessera::testing::error_message<std::runtime_error>(action);
 }
 
 // A one-line message containing every one of `parts`.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distarray/gather_scatter.hpp"
+#include "tests/support/error_message.hpp"
 
 namespace tessera::layers::testing {
 
@@ -55,15 +56,10 @@ inline double relative_error(const HostArray<float>& got, const HostArray<float>
   return relative_error(got.data(), w.data(), got.size());
 }
 
-// The what() of the std::invalid_argument `make()` throws, or "(no exception)".
+// The what() of the std::invalid_argument `make()` throws, or "".
 template <class F>
 std::string message_of(F make) {
-  try {
-    make();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no exception)";
+  return tessera::testing::error_message<std::invalid_argument>(make);
 }
 
 }  // namespace tessera::layers::testing

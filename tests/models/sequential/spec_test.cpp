@@ -13,6 +13,7 @@
 #include "models/presets.hpp"
 #include "models/sequential.hpp"
 #include "models/spec_parser.hpp"
+#include "tests/support/error_message.hpp"
 
 namespace tessera::models {
 namespace {
@@ -20,12 +21,7 @@ namespace {
 // The message of the std::invalid_argument `f` throws ("" when it throws none).
 template <class F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
+  return tessera::testing::error_message<std::invalid_argument>(f);
 }
 
 TEST(SpecParser, SplitsEntriesAndKeepsOptionsWhole) {
