@@ -150,7 +150,8 @@ void Hdf5File::write_block_raw(const std::string& name, const Dims& global, cons
                    H5Dclose);
     if (!created.ok()) fail("cannot create dataset of shape " + dims_text(global), name);
   }
-  if (shape(name) != global) fail("exists with shape " + dims_text(shape(name)) + ", not " + dims_text(global), name);
+  if (const Dims existing = shape(name); existing != global)
+    fail("exists with shape " + dims_text(existing) + ", not " + dims_text(global), name);
   Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
   Handle file_space(H5Dget_space(set.get()), H5Sclose);
   const std::int64_t count = product(extent);

@@ -78,8 +78,9 @@ template <class T, class MemorySpace>
 void read_array(const Hdf5File& file, const std::string& name, const DistArray<T, MemorySpace>& into) {
   std::vector<std::int64_t> rows(static_cast<std::size_t>(into.distribution().global_shape()[N]));
   std::iota(rows.begin(), rows.end(), 0);
-  if (file.shape(name).size() == 4 && file.shape(name)[0] != static_cast<std::int64_t>(rows.size()))
-    throw std::invalid_argument("data '" + name + "' has " + std::to_string(file.shape(name)[0]) +
+  const Dims dims = file.shape(name);
+  if (dims.size() == 4 && dims[0] != static_cast<std::int64_t>(rows.size()))
+    throw std::invalid_argument("data '" + name + "' has " + std::to_string(dims[0]) +
                                 " samples, the array " + std::to_string(rows.size()));
   read_samples(file, name, rows, into);
 }

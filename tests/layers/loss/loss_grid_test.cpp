@@ -25,8 +25,8 @@ using testing::random_global;
 using testing::random_labels;
 using testing::world_size;
 
-constexpr Shape4 kPixelShape{5, 7, 9, 11};
-constexpr Shape4 kClassifierShape{13, 10, 1, 1};
+using testing::kClassifierShape;
+using testing::kPixelShape;
 constexpr double kSameAsOneRank = 1e-6;
 
 bool fits(const Shape4& shape, const GridDims& dims) {

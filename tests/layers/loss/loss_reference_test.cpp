@@ -22,8 +22,8 @@ using testing::owned_part;
 using testing::random_global;
 using testing::random_labels;
 
-constexpr Shape4 kPixelShape{5, 7, 9, 11};
-constexpr Shape4 kClassifierShape{13, 10, 1, 1};
+using testing::kClassifierShape;
+using testing::kPixelShape;
 
 // Rounding allowed between a loss computed in T and the double reference.
 template <class T>

@@ -15,6 +15,11 @@
 
 namespace tessera::testing {
 
+// The shapes every loss test uses: per-pixel logits with odd sizes, and a classifier's
+// (N, K, 1, 1) logits.
+constexpr Shape4 kPixelShape{5, 7, 9, 11};
+constexpr Shape4 kClassifierShape{13, 10, 1, 1};
+
 // Host labels for the whole global batch, (N, H, W).
 using HostLabels = Kokkos::View<std::int64_t***, Kokkos::LayoutRight, Kokkos::HostSpace>;
 // Device labels or targets in the loss's memory space, LayoutRight as a data loader makes them.
