@@ -34,6 +34,7 @@
 #include "halo/plan.hpp"
 #include "halo/transport.hpp"
 #include "halo/transport_factory.hpp"
+#include "halo/wait_clock.hpp"
 
 namespace tessera::halo {
 
@@ -94,7 +95,10 @@ class Exchange {
 
   void finish() {
     if (!in_flight_ || !transport_) throw std::logic_error("halo exchange: finish() called without start()");
-    transport_->wait();
+    {
+      const WaitTimer exposed;
+      transport_->wait();
+    }
     in_flight_ = false;
     for (const auto& group : incoming_) {
       if (mode_ == Mode::fill) unpack(group, window_, receive_buffer_);

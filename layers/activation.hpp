@@ -93,6 +93,8 @@ class Activation final : public Layer<T> {
         [] {});
   }
 
+  void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
+
  private:
   Fn f_;
   Windowed<T> windowed_;

@@ -143,6 +143,8 @@ class BatchNorm2d final : public Layer<T> {
     return {&*weight_, &*bias_};
   }
 
+  void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
+
  private:
   // What backward needs from forward.
   struct Saved {

@@ -147,6 +147,8 @@ class Conv2d final : public Layer<T> {
     return p;
   }
 
+  void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
+
  private:
   Conv2dOptions options_;
   std::int64_t in_channels_;

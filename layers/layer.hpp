@@ -17,6 +17,7 @@
 #include "distarray/box.hpp"
 #include "distarray/dist_array.hpp"
 #include "layers/parameter.hpp"
+#include "layers/windowed_config.hpp"
 
 namespace tessera::layers {
 
@@ -54,6 +55,11 @@ class Layer {
   virtual void backward(const Tensor<T>& dy, const Tensor<T>& dx) = 0;
 
   virtual std::vector<Parameter<T>*> params() { return {}; }
+
+  // Overlap and transport of this layer's halo exchanges, set for a whole model by the
+  // trainer (--overlap, --halo-transport); a layer without exchanges ignores it. Call
+  // before the first forward.
+  virtual void set_halo_config(const WindowedConfig&) {}
 };
 
 }  // namespace tessera::layers

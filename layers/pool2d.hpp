@@ -80,6 +80,8 @@ class Pool2d final : public Layer<T> {
         [] {});
   }
 
+  void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
+
  private:
   static pool_kernels::Placement placement(const Box& window, const Shape4& shape) {
     return {window.lo[H], window.lo[W], shape[H], shape[W]};

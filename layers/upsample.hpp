@@ -138,6 +138,8 @@ class Upsample final : public Layer<T> {
         [] {});
   }
 
+  void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
+
  private:
   UpsampleOptions options_;
   Windowed<T> windowed_;

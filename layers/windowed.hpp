@@ -28,15 +28,9 @@
 #include "halo/halo.hpp"
 #include "layers/layer.hpp"
 #include "layers/log.hpp"
+#include "layers/windowed_config.hpp"
 
 namespace tessera::layers {
-
-enum class Overlap { on, off };
-
-struct WindowedConfig {
-  Overlap overlap = Overlap::on;
-  std::string transport = "auto";  // a halo transport name (halo/transport_factory.hpp)
-};
 
 // The window rule of `layer` applied to inputs of `input_shape`: rank r's window is the
 // input window of r's owned box in the output distribution (same grid).
@@ -170,6 +164,12 @@ class Windowed {
 
   explicit Windowed(WindowedConfig config = {}) : config_(std::move(config)) {}
   const WindowedConfig& config() const { return config_; }
+  // Takes effect for exchanges built from now on: call before the first forward.
+  void set_config(WindowedConfig config) {
+    config_ = std::move(config);
+    resolved_transport_.clear();
+    fill_ = {}, accumulate_ = {};
+  }
 
   // Computes y's owned cells: `compute(b)` must write y over output box b from x over
   // layer.input_window(b). Makes x's window present first (or around the interior).

@@ -157,6 +157,11 @@ void Sequential<T>::zero_grad() {
 }
 
 template <class T>
+void Sequential<T>::set_halo_config(const layers::WindowedConfig& config) {
+  for (auto& layer : layers_) layer->set_halo_config(config);
+}
+
+template <class T>
 void Sequential<T>::set_training(bool training) {
   for (std::size_t i = 0; i < layers_.size(); ++i)
     if (recipes_[i]->set_training) recipes_[i]->set_training(*layers_[i], training);

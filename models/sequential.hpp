@@ -76,6 +76,8 @@ class Sequential {
   // Training (batch statistics) or evaluation (running statistics) for every layer that
   // distinguishes them.
   void set_training(bool training);
+  // Overlap and halo transport for every layer (before the first forward).
+  void set_halo_config(const layers::WindowedConfig& config);
 
   // Learnable numbers, each parameter's global shape counted once.
   std::int64_t parameter_count();

@@ -14,10 +14,17 @@
 
 namespace tessera::layers {
 
-// Means over every (n, h, w) cell of the global batch; the same on every rank.
+// A cell with this label counts for nothing: not in the loss, its gradient, the accuracy,
+// nor the number of cells the means divide by — PyTorch's default ignore_index. Used to pad
+// the last evaluation batch.
+inline constexpr std::int64_t kIgnoreLabel = -100;
+
+// Means over every (n, h, w) cell of the global batch whose label is not kIgnoreLabel; the
+// same on every rank.
 struct ClassificationStats {
   double loss = 0;      // softmax cross-entropy, as nn.CrossEntropyLoss(reduction='mean')
   double accuracy = 0;  // fraction of cells whose arg-max class is the label
+  double cells = 0;     // the cells counted
 };
 
 namespace detail {
@@ -27,8 +34,9 @@ struct ClassSums {
   double loss = 0;
   double correct = 0;
   double bad_labels = 0;  // labels outside [0, K): reported, never indexed with
+  double ignored = 0;     // cells labelled kIgnoreLabel
   KOKKOS_INLINE_FUNCTION void operator+=(const ClassSums& o) {
-    loss += o.loss, correct += o.correct, bad_labels += o.bad_labels;
+    loss += o.loss, correct += o.correct, bad_labels += o.bad_labels, ignored += o.ignored;
   }
   // Kokkos 3 joins partial results through volatile references; C++20 deprecates
   // compound assignment to volatile, hence the spelled-out form.
@@ -36,6 +44,7 @@ struct ClassSums {
     loss = loss + o.loss;
     correct = correct + o.correct;
     bad_labels = bad_labels + o.bad_labels;
+    ignored = ignored + o.ignored;
   }
 };
 
@@ -62,7 +71,10 @@ ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const Owned
         T total = 0;
         for (std::int64_t k = 0; k < classes; ++k) total += device_math::exp(x(n, k, h, w) - top);
         if (label < 0 || label >= classes) {
-          s.bad_labels += 1;
+          if (label == kIgnoreLabel)
+            s.ignored += 1;
+          else
+            s.bad_labels += 1;
           if (write_grad)
             for (std::int64_t k = 0; k < classes; ++k) dx(n, k, h, w) = T(0);
           return;
@@ -80,25 +92,40 @@ ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const Owned
 }
 
 template <class T>
+void scale_owned_cells(const typename Tensor<T>::SubView& x, T factor) {
+  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for(
+      "tessera::rescale_gradient",
+      Policy({0, 0, 0, 0}, {static_cast<std::int64_t>(x.extent(0)), static_cast<std::int64_t>(x.extent(1)),
+                            static_cast<std::int64_t>(x.extent(2)), static_cast<std::int64_t>(x.extent(3))}),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { x(n, c, h, w) *= factor; });
+}
+
+template <class T>
 ClassificationStats classify(const Tensor<T>& logits, const OwnedLabels& labels, const Tensor<T>* dlogits) {
   constexpr const char* what = "softmax cross-entropy";
   const Shape4 global = logits.distribution().global_shape();
   const double cells = static_cast<double>(global[N] * global[H] * global[W]);
-  LocalPart<2> part;
+  LocalPart<3> part;
   part.problem = labels_problem(what, logits, labels);
   if (part.problem.empty() && dlogits) part.problem = gradient_problem(what, logits, *dlogits);
   if (part.problem.empty()) {
     const ClassSums s = classify_owned_cells<T>(logits.owned(), labels,
                                                 dlogits ? dlogits->owned() : typename Tensor<T>::SubView(),
                                                 dlogits != nullptr, static_cast<T>(1.0 / cells));
-    part.sums = {s.loss, s.correct};
+    part.sums = {s.loss, s.correct, s.ignored};
     if (s.bad_labels > 0)
       part.problem = std::string(what) + ": " + std::to_string(static_cast<std::int64_t>(s.bad_labels)) +
                      " label(s) outside [0, " + std::to_string(global[C]) + ") on rank " +
                      std::to_string(logits.grid().rank());
   }
   const auto total = sum_over_grid(logits.grid(), part, what);
-  return {total[0] / cells, total[1] / cells};
+  const double counted = cells - total[2];
+  if (counted <= 0) return {0, 0, 0};
+  // The gradient was scaled for every cell counting; ignored cells are rare (a padded last
+  // batch), so rescaling afterwards is cheaper than a second reduction before.
+  if (dlogits && counted < cells) scale_owned_cells<T>(dlogits->owned(), static_cast<T>(cells / counted));
+  return {total[0] / counted, total[1] / counted, counted};
 }
 
 }  // namespace detail

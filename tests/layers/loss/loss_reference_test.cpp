@@ -68,6 +68,23 @@ TYPED_TEST(LossReference, CrossEntropyAndAccuracyMatchTheDefinition) {
   }
 }
 
+TYPED_TEST(LossReference, IgnoredLabelsCountForNothing) {
+  using T = TypeParam;
+  OneRank one;
+  const HostArray<T> x = random_global<T>(kPixelShape, 13);
+  HostLabels labels = random_labels(kPixelShape, 14);
+  for (std::size_t i = 0; i < labels.span(); i += 3) labels.data()[i] = kIgnoreLabel;
+  const testing::ReferenceLoss expected = testing::reference_cross_entropy(x, labels);
+
+  const Tensor<T> logits = tensor_holding(one.grid, x);
+  Tensor<T> dlogits(one.grid, kPixelShape);
+  const ClassificationStats stats = classification_stats(logits, owned_labels(labels, logits.owned_box()), dlogits);
+  EXPECT_EQ(stats.cells, static_cast<double>(labels.span() - (labels.span() + 2) / 3));
+  EXPECT_NEAR(stats.loss, expected.loss, kLossTolerance<T> * expected.loss);
+  EXPECT_NEAR(stats.accuracy, expected.accuracy, 1e-12);
+  EXPECT_LE(max_abs_difference(gather(dlogits), expected.grad), kLossTolerance<T> / static_cast<double>(kPixelShape[N]));
+}
+
 TYPED_TEST(LossReference, MseMatchesTheDefinition) {
   using T = TypeParam;
   OneRank one;

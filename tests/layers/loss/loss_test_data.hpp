@@ -87,16 +87,19 @@ struct ReferenceLoss {
   HostGrad grad;
 };
 
-// nn.CrossEntropyLoss(reduction='mean') over every (n, h, w) cell, from the definition
-// -log(exp(x_label) / sum_k exp(x_k)), in double.
+// nn.CrossEntropyLoss(reduction='mean', ignore_index=-100) over every (n, h, w) cell, from
+// the definition -log(exp(x_label) / sum_k exp(x_k)), in double. Ignored cells have zero
+// gradient and the means divide by the cells that count.
 template <class T>
 ReferenceLoss reference_cross_entropy(const HostArray<T>& x, const HostLabels& labels) {
   const auto n_ = x.extent(0), k_ = x.extent(1), h_ = x.extent(2), w_ = x.extent(3);
-  const double cells = static_cast<double>(n_ * h_ * w_);
+  double cells = 0;
+  for (std::size_t i = 0; i < labels.span(); ++i) cells += labels.data()[i] == -100 ? 0 : 1;
   ReferenceLoss r{0, 0, HostGrad("reference_grad", n_, k_, h_, w_)};
   for (std::size_t n = 0; n < n_; ++n)
     for (std::size_t h = 0; h < h_; ++h)
       for (std::size_t w = 0; w < w_; ++w) {
+        if (labels(n, h, w) == -100) continue;  // HostGrad starts zeroed
         double total = 0;
         std::size_t best = 0;
         for (std::size_t k = 0; k < k_; ++k) {

@@ -1,0 +1,157 @@
+// tessera-train: trains a model on a Tessera data file over MPI ranks (docs/training.md).
+//   mpiexec -n 4 tessera-train --model fashion-cnn --data train.h5 --val-data test.h5
+//       --grid 1x2x2 --batch 64 --epochs 2 --optimizer adam --lr 1e-3 --save model.h5
+// Options come from the command line and from --config FILE (`name = value` lines, the
+// same names without dashes); the command line wins.
+// Exit status: 0 done; 1 the run failed (data or checkpoint I/O, a non-finite loss);
+// 2 bad configuration (options, grid, model, shapes), found before any training step;
+// 3 the watchdog ended a rank that waited too long for the others.
+#include <boost/program_options.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "data/png_writer.hpp"
+#include "distarray/runtime.hpp"
+#include "models/trainer.hpp"
+#include "train/filter_image.hpp"
+
+namespace po = boost::program_options;
+using namespace tessera;
+
+namespace {
+
+constexpr int kRunFailed = 1;
+constexpr int kBadConfiguration = 2;
+
+struct AppOptions {
+  models::TrainerOptions train;
+  std::string config;
+  std::string overlap = "on";
+  std::string progress = "auto";
+  std::string filters_png;
+};
+
+po::options_description describe_options(AppOptions& a) {
+  models::TrainerOptions& t = a.train;
+  po::options_description o("tessera-train: train a model on a tiled, distributed batch\noptions");
+  o.add_options()("help,h", "show this help and exit")
+      ("config", po::value(&a.config), "read options from FILE (name = value lines); the command line wins")
+      ("model", po::value(&t.model)->default_value(t.model), "preset name or sequential spec (docs/models.md)")
+      ("data", po::value(&t.data), "training data file, HDF5 (docs/data.md); required")
+      ("val-data", po::value(&t.val_data), "evaluation data file, evaluated after training")
+      ("grid", po::value(&t.grid)->default_value(t.grid), "process grid NxHxW (samples x rows x columns), or auto")
+      ("batch", po::value(&t.batch)->default_value(t.batch), "global batch size (all ranks together)")
+      ("steps", po::value(&t.steps)->default_value(t.steps), "training steps in all (0: use --epochs)")
+      ("epochs", po::value(&t.epochs)->default_value(t.epochs), "epochs (0 with --steps 0: one epoch)")
+      ("optimizer", po::value(&t.optimizer.kind)->default_value(t.optimizer.kind), "sgd | adam | adamw | lars")
+      ("lr", po::value(&t.optimizer.lr)->default_value(t.optimizer.lr), "learning rate (peak, after warm-up)")
+      ("lr-base-batch", po::value(&t.lr_base_batch)->default_value(t.lr_base_batch),
+       "linear scaling rule: --lr is tuned for this batch and scaled by batch/this (0: off)")
+      ("momentum", po::value(&t.optimizer.momentum)->default_value(t.optimizer.momentum), "momentum (sgd, lars)")
+      ("weight-decay", po::value(&t.optimizer.weight_decay)->default_value(t.optimizer.weight_decay),
+       "weight decay (L2 for sgd/adam/lars, decoupled for adamw)")
+      ("warmup", po::value(&t.optimizer.warmup)->default_value(t.optimizer.warmup),
+       "steps of linear learning-rate warm-up from 0")
+      ("seed", po::value(&t.seed)->default_value(t.seed), "seed of the initial weights and the sample order")
+      ("init-from", po::value(&t.init_from), "start from the weights of this checkpoint (not its optimizer state)")
+      ("save", po::value(&t.save), "write the final checkpoint here (checked writable before training)")
+      ("resume", po::value(&t.resume), "continue the run saved in this checkpoint, on any grid")
+      ("checkpoint-every", po::value(&t.checkpoint_every)->default_value(t.checkpoint_every),
+       "also save to --save every N steps (0: only at the end)")
+      ("eval-every", po::value(&t.eval_every)->default_value(t.eval_every),
+       "also evaluate on --val-data every N steps (0: only at the end)")
+      ("metrics", po::value(&t.metrics), "append one JSON line per step (and evaluation) to this file")
+      ("precision", po::value(&t.precision)->default_value(t.precision), "fp32 | bf16")
+      ("halo-transport", po::value(&t.halo.transport)->default_value(t.halo.transport),
+       "auto | mpi | mpi-staged | nccl")
+      ("overlap", po::value(&a.overlap)->default_value(a.overlap),
+       "on | off: overlap halo exchanges with interior work")
+      ("watchdog", po::value(&t.watchdog.floor)->default_value(t.watchdog.floor),
+       "seconds without progress after which a rank ends the job (at least; 10x the slowest step); 0: off")
+      ("filters-png", po::value(&a.filters_png), "after training, draw layer 0's filters from --save into this PNG")
+      ("progress", po::value(&a.progress)->default_value(a.progress), "auto | on | off: a progress line on stderr")
+      ("verbose", po::bool_switch(&t.verbose), "print the runtime, the model layer by layer and each layer's path");
+  return o;
+}
+
+// Parses the command line and --config into `a`; throws po::error or std::invalid_argument.
+bool parse(int argc, char** argv, AppOptions& a, const po::options_description& desc) {
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, desc), vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return false;
+  }
+  if (vm.count("config")) {
+    const std::string path = vm["config"].as<std::string>();
+    std::ifstream file(path);
+    if (!file) throw std::invalid_argument("cannot read config file '" + path + "'");
+    po::store(po::parse_config_file(file, desc), vm);  // values already stored (the command line) win
+  }
+  po::notify(vm);
+  if (a.overlap != "on" && a.overlap != "off")
+    throw std::invalid_argument("--overlap must be on or off, got '" + a.overlap + "'");
+  a.train.halo.overlap = a.overlap == "on" ? layers::Overlap::on : layers::Overlap::off;
+  if (a.progress != "auto" && a.progress != "on" && a.progress != "off")
+    throw std::invalid_argument("--progress must be auto, on or off, got '" + a.progress + "'");
+  a.train.progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO) && !a.train.verbose);
+  if (a.train.watchdog.floor < 0) throw std::invalid_argument("--watchdog must be 0 (off) or more seconds");
+  if (!a.filters_png.empty() && a.train.save.empty())
+    throw std::invalid_argument("--filters-png draws from the saved checkpoint: give --save too");
+  return true;
+}
+
+void print(const std::string& line) { std::cout << line << std::endl; }
+
+int run(const Runtime& runtime, const AppOptions& a) {
+  const models::TrainingSummary s = models::train(a.train, runtime.world(), print);
+  if (runtime.rank() != 0) return 0;
+  std::printf("trained %lld steps (%lld in this run), last loss %.5f, %.1f images/s\n",
+              static_cast<long long>(s.steps), static_cast<long long>(s.steps - s.first_step), s.last_loss,
+              s.images_per_second);
+  if (s.evaluation && a.train.val_data.size())
+    std::printf("test accuracy: %.2f%% on %lld samples (loss %.5f)\n", 100 * s.evaluation->accuracy,
+                static_cast<long long>(s.evaluation->samples), s.evaluation->loss);
+  if (!a.filters_png.empty()) {
+    data::write_png(train::render_first_layer_filters(a.train.save), a.filters_png);
+    std::printf("filters: %s\n", a.filters_png.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  AppOptions options;
+  const po::options_description desc = describe_options(options);
+  try {
+    if (!parse(argc, argv, options, desc)) return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera-train: error: %s (try --help)\n", e.what());
+    return kBadConfiguration;
+  }
+  try {
+    Runtime runtime(argc, argv, RuntimeOptions{options.train.verbose});
+    // Failures are collective (every rank throws the same message): rank 0 says it once.
+    auto fail = [&](const std::exception& e, int status) {
+      std::fflush(stdout);
+      if (runtime.rank() == 0) std::fprintf(stderr, "tessera-train: error: %s\n", e.what());
+      return status;
+    };
+    try {
+      return run(runtime, options);
+    } catch (const std::invalid_argument& e) {
+      return fail(e, kBadConfiguration);
+    } catch (const std::exception& e) {
+      return fail(e, kRunFailed);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera-train: error: %s\n", e.what());
+    return kBadConfiguration;
+  }
+}

@@ -1,0 +1,87 @@
+#include "models/metrics_log.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace tessera::models {
+namespace {
+
+// JSON has no NaN or Infinity: such a loss is written as null.
+std::string number(double x) {
+  if (!std::isfinite(x)) return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", x);
+  return text;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string duration_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s / 60 % 60);
+  else
+    std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+  return text;
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(const std::string& path, bool rank0, bool append) {
+  if (!rank0 || path.empty()) return;
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
+  if (!file_) throw std::runtime_error("cannot write metrics file '" + path + "': " + std::strerror(errno));
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(const std::string& line) {
+  if (!file_) return;
+  std::fputs(line.c_str(), file_);
+  std::fputc('\n', file_);
+  std::fflush(file_);  // a crash later must not lose the lines before it
+}
+
+void MetricsLog::step(const StepMetrics& m) {
+  write("{\"step\": " + std::to_string(m.step) + ", \"epoch\": " + std::to_string(m.epoch) +
+        ", \"loss\": " + number(m.loss) + ", \"accuracy\": " + number(m.accuracy) + ", \"lr\": " + number(m.lr) +
+        ", \"images_per_s\": " + number(m.images_per_second) + ", \"step_s\": " + number(m.seconds) +
+        ", \"data_s\": " + number(m.data_seconds) + ", \"halo_s\": " + number(m.halo_seconds) +
+        ", \"allreduce_s\": " + number(m.reduce_seconds) + ", \"compute_s\": " +
+        number(m.seconds - m.data_seconds - m.halo_seconds - m.reduce_seconds) + "}");
+}
+
+void MetricsLog::evaluation(std::int64_t step, std::int64_t samples, double loss, double accuracy) {
+  write("{\"eval\": true, \"step\": " + std::to_string(step) + ", \"samples\": " + std::to_string(samples) +
+        ", \"loss\": " + number(loss) + ", \"accuracy\": " + number(accuracy) + "}");
+}
+
+ProgressLine::ProgressLine(bool enabled, std::int64_t total_steps) : enabled_(enabled), total_(total_steps) {}
+
+void ProgressLine::update(const StepMetrics& m, double seconds_per_step) {
+  if (!enabled_) return;
+  const double t = now_seconds();
+  if (last_draw_ >= 0 && t - last_draw_ < 0.5 && m.step != total_) return;
+  last_draw_ = t;
+  std::fprintf(stderr, "\r\033[Kstep %lld/%lld (epoch %lld)  loss %.4f  %.0f img/s  ETA %s",
+               static_cast<long long>(m.step), static_cast<long long>(total_), static_cast<long long>(m.epoch + 1),
+               m.loss, m.images_per_second,
+               duration_text(seconds_per_step * static_cast<double>(total_ - m.step)).c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressLine::finish() {
+  if (drawn_) std::fprintf(stderr, "\r\033[K"), std::fflush(stderr);
+  drawn_ = false;
+}
+
+}  // namespace tessera::models

@@ -1,0 +1,57 @@
+#pragma once
+// What rank 0 tells about each step: a JSON line to the --metrics file (always, when one
+// is given) and a progress line redrawn on stderr (when attached to a terminal).
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace tessera::models {
+
+struct StepMetrics {
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  double loss = 0;
+  double accuracy = 0;  // of the batch, before the update (labelled data)
+  double lr = 0;
+  double seconds = 0;         // wall time of the step
+  double data_seconds = 0;    // reading the batch
+  double halo_seconds = 0;    // exposed halo exchange (blocked in Exchange::finish)
+  double reduce_seconds = 0;  // gradient allreduce
+  double images_per_second = 0;
+};
+
+class MetricsLog {
+ public:
+  // Rank 0 opens `path` (append: a resumed run continues the file); other ranks and an
+  // empty path write nothing. Throws std::runtime_error when the file cannot be opened.
+  MetricsLog(const std::string& path, bool rank0, bool append);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void step(const StepMetrics& m);
+  // {"eval": true, "step": ..., "samples": ..., "loss": ..., "accuracy": ...}
+  void evaluation(std::int64_t step, std::int64_t samples, double loss, double accuracy);
+
+ private:
+  void write(const std::string& line);
+  std::FILE* file_ = nullptr;
+};
+
+// The progress line: "step 120/1000 (epoch 2)  loss 0.4123  1830 img/s  ETA 1m32s",
+// redrawn at most twice a second; cleared by finish().
+class ProgressLine {
+ public:
+  ProgressLine(bool enabled, std::int64_t total_steps);
+  void update(const StepMetrics& m, double seconds_per_step);
+  void finish();
+
+ private:
+  bool enabled_;
+  std::int64_t total_;
+  double last_draw_ = -1;
+  bool drawn_ = false;
+};
+
+}  // namespace tessera::models

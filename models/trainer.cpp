@@ -1,0 +1,303 @@
+#include "models/trainer.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "distarray/process_grid.hpp"
+#include "halo/wait_clock.hpp"
+#include "layers/grad_reduce.hpp"
+#include "layers/loss/classification.hpp"
+#include "layers/loss/mse.hpp"
+#include "models/checkpoint_content.hpp"
+#include "models/metrics_log.hpp"
+#include "models/presets.hpp"
+#include "models/rank_agreement.hpp"
+#include "models/sample_order.hpp"
+#include "models/sequential.hpp"
+#include "models/training_set.hpp"
+
+namespace tessera::models {
+namespace {
+
+using Line = std::function<void(const std::string&)>;
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Every check that needs no file and no other rank: a bad command line fails before any work.
+void check_options(const TrainerOptions& o) {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument(what);
+  };
+  require(!o.data.empty(), "--data is required: the training file (docs/data.md)");
+  require(o.precision == "fp32" || o.precision == "bf16",
+          "--precision must be fp32 or bf16, got '" + o.precision + "'");
+  require(o.precision == "fp32", "--precision bf16: this build computes and stores fp32 only");
+  require(o.batch >= 1, "--batch must be at least 1, got " + std::to_string(o.batch));
+  require(o.steps >= 0 && o.epochs >= 0, "--steps and --epochs must not be negative");
+  require(o.steps == 0 || o.epochs == 0, "give --steps or --epochs, not both");
+  require(o.checkpoint_every >= 0, "--checkpoint-every must not be negative");
+  require(o.checkpoint_every == 0 || !o.save.empty(), "--checkpoint-every needs --save (where to write)");
+  require(o.eval_every >= 0, "--eval-every must not be negative");
+  require(o.eval_every == 0 || !o.val_data.empty(), "--eval-every needs --val-data");
+  require(o.resume.empty() || o.init_from.empty(),
+          "--resume continues a run, --init-from starts a new one from saved weights: give one of them");
+  require(o.lr_base_batch >= 0, "--lr-base-batch must not be negative");
+  require(o.optimizer.lr >= 0, "--lr must not be negative");
+  require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
+}
+
+GridDims grid_dims(const std::string& text, MPI_Comm comm) {
+  int ranks = 1;
+  MPI_Comm_size(comm, &ranks);
+  return text == "auto" ? default_grid(ranks) : parse_grid(text);
+}
+
+OptimizerSettings scaled(OptimizerSettings s, const TrainerOptions& o) {
+  if (o.lr_base_batch > 0) s.lr = layers::linear_scaling(s.lr, o.batch, o.lr_base_batch);
+  return s;
+}
+
+class Run {
+ public:
+  Run(const TrainerOptions& o, MPI_Comm comm, const Line& say)
+      : o_(o),
+        say_(say),
+        grid_(comm, grid_dims(o.grid, comm)),
+        rank0_(grid_.rank() == 0),
+        data_(o.data, grid_.comm()),
+        spec_(resolve_model(o.model, data_.batch_shape(o.batch))),
+        model_(spec_, data_.batch_shape(o.batch), grid_, o.seed),
+        settings_(scaled(o.optimizer, o)),
+        optimizer_(make_optimizer(settings_, model_.parameters(), grid_)),
+        seed_(o.seed) {
+    data_.check_model(model_.shape(0), model_.shape(model_.size()));
+    if (data_.supervision() == Supervision::none)
+      throw std::invalid_argument("data file '" + o.data + "' has neither /labels nor /targets to train against");
+    if (!o.val_data.empty()) {
+      val_.emplace(o.val_data, grid_.comm());
+      val_->check_model(model_.shape(0), model_.shape(model_.size()));
+      if (val_->supervision() != data_.supervision())
+        throw std::invalid_argument("validation file '" + o.val_data + "' is not supervised like '" + o.data +
+                                    "' (labels vs targets)");
+    }
+    if (!o.save.empty()) check_writable(o.save, grid_.comm());
+    model_.set_halo_config(o.halo);
+    if (data_.supervision() == Supervision::targets)
+      targets_.emplace(model_.output_grid(), model_.shape(model_.size()), HaloWidths{}, "tessera::targets");
+  }
+
+  TrainingSummary go() {
+    TrainingSummary summary;
+    summary.parameters = model_.parameter_count();
+    restore(summary);
+    SampleOrder order(data_.samples(), o_.batch, seed_);
+    const std::int64_t total =
+        o_.steps > 0 ? o_.steps : std::max<std::int64_t>(o_.epochs, 1) * order.batches_per_epoch();
+    if (rank0_) say_(header(order, total));
+
+    std::string open_error;
+    std::optional<MetricsLog> metrics;
+    record_failure(open_error, [&] { metrics.emplace(o_.metrics, rank0_, !o_.resume.empty()); });
+    throw_if_any(grid_.comm(), open_error);
+    ProgressLine progress(o_.progress && rank0_, total);
+    std::optional<Watchdog> watchdog;
+    if (o_.watchdog.floor > 0) watchdog.emplace("tessera-train", grid_.rank(), o_.watchdog);
+    auto beat = [&](std::int64_t step, const char* what) {
+      if (watchdog) watchdog->beat("step " + std::to_string(step) + ": " + what);
+    };
+
+    double images = 0, busy = 0;
+    summary.steps = summary.first_step;
+    for (std::int64_t s = summary.first_step + 1; s <= total; ++s) {
+      StepMetrics m = step(order, s, beat);
+      images += static_cast<double>(o_.batch);
+      busy += m.seconds;
+      summary.steps = s;
+      summary.last_loss = m.loss;
+      if (watchdog) watchdog->step_done(m.seconds);
+      if (metrics) metrics->step(m);
+      progress.update(m, busy / static_cast<double>(s - summary.first_step));
+      if (o_.checkpoint_every > 0 && s % o_.checkpoint_every == 0 && s != total) {
+        beat(s, "writing a checkpoint");
+        save(o_.save, s);
+      }
+      if (o_.eval_every > 0 && s % o_.eval_every == 0 && s != total) {
+        progress.finish();
+        report(evaluate(*val_, s, beat), s, *metrics);
+      }
+    }
+    progress.finish();
+    summary.images_per_second = busy > 0 ? images / busy : 0;
+    if (!o_.save.empty()) {
+      beat(summary.steps, "writing the checkpoint");
+      save(o_.save, summary.steps);
+      if (rank0_) say_("checkpoint: " + o_.save + " (step " + std::to_string(summary.steps) + ")");
+    }
+    if (val_) {
+      summary.evaluation = evaluate(*val_, summary.steps, beat);
+      report(*summary.evaluation, summary.steps, *metrics);
+    }
+    return summary;
+  }
+
+ private:
+  template <class Beat>
+  StepMetrics step(SampleOrder& order, std::int64_t s, const Beat& beat) {
+    StepMetrics m;
+    m.step = s;
+    m.epoch = order.epoch_of(s);
+    const double t0 = now(), halo0 = halo::exposed_wait_seconds();
+    beat(s, "reading the batch");
+    const std::vector<std::int64_t> rows = order.rows(s);
+    data_.read_images(rows, model_.input());
+    std::optional<TrainingSet::LabelView> labels;
+    if (data_.supervision() == Supervision::labels) labels = data_.read_labels(rows, model_.output());
+    else data_.read_targets(rows, *targets_);
+    m.data_seconds = now() - t0;
+
+    beat(s, "forward");
+    const layers::Tensor<float>& out = model_.forward(model_.input());
+    if (labels) {
+      const layers::ClassificationStats stats = layers::classification_stats(out, *labels, model_.output_gradient());
+      m.loss = stats.loss, m.accuracy = stats.accuracy;
+    } else {
+      m.loss = layers::mse_loss(out, targets_->owned(), model_.output_gradient());
+      m.accuracy = std::nan("");
+    }
+    if (!std::isfinite(m.loss)) throw TrainingStopped(non_finite(m.loss, s));
+
+    beat(s, "backward");
+    model_.zero_grad();
+    model_.backward(model_.output_gradient());
+    Kokkos::fence();
+    beat(s, "gradient allreduce");
+    const double reduce0 = now();
+    layers::reduce_gradients(model_.parameters(), grid_);
+    m.reduce_seconds = now() - reduce0;
+    beat(s, "optimizer");
+    optimizer_->step();
+    m.lr = optimizer_->lr();
+    Kokkos::fence();
+    m.seconds = now() - t0;
+    m.halo_seconds = halo::exposed_wait_seconds() - halo0;
+    m.images_per_second = static_cast<double>(o_.batch) / m.seconds;
+    return m;
+  }
+
+  // Every sample of `set` once, in file order, with the weights as they are; batch norm
+  // uses its running statistics. The last batch is padded with rows that count for nothing.
+  template <class Beat>
+  Evaluation evaluate(const TrainingSet& set, std::int64_t at_step, const Beat& beat) {
+    model_.set_training(false);
+    Evaluation e;
+    double loss_sum = 0, correct = 0;
+    for (const std::vector<std::int64_t>& rows : evaluation_batches(set.samples(), o_.batch)) {
+      beat(at_step, "evaluating");
+      const bool full = rows.back() >= 0;
+      if (set.supervision() == Supervision::targets && !full) continue;  // MSE has no ignored cells
+      set.read_images(rows, model_.input());
+      const layers::Tensor<float>& out = model_.forward(model_.input());
+      if (set.supervision() == Supervision::labels) {
+        const layers::ClassificationStats stats = layers::classification_stats(out, set.read_labels(rows, out));
+        loss_sum += stats.loss * stats.cells, correct += stats.accuracy * stats.cells;
+        e.samples += static_cast<std::int64_t>(stats.cells);
+      } else {
+        set.read_targets(rows, *targets_);
+        loss_sum += layers::mse_loss(out, targets_->owned()) * static_cast<double>(o_.batch);
+        e.samples += o_.batch;
+      }
+    }
+    model_.set_training(true);
+    if (e.samples > 0) e.loss = loss_sum / static_cast<double>(e.samples), e.accuracy = correct / static_cast<double>(e.samples);
+    if (set.supervision() == Supervision::targets) e.accuracy = std::nan("");
+    return e;
+  }
+
+  void report(const Evaluation& e, std::int64_t step, MetricsLog& metrics) {
+    metrics.evaluation(step, e.samples, e.loss, e.accuracy);
+    if (!rank0_) return;
+    std::ostringstream line;
+    line << "evaluation at step " << step << " on " << e.samples << " samples of " << o_.val_data << ": loss "
+         << e.loss;
+    if (std::isfinite(e.accuracy)) line << ", accuracy " << 100 * e.accuracy << "%";
+    say_(line.str());
+  }
+
+  void restore(TrainingSummary& summary) {
+    if (!o_.init_from.empty()) {
+      load_checkpoint(o_.init_from, grid_, checkpoint_content(model_.params()), LoadScope::weights_only);
+      if (rank0_) say_("weights from " + o_.init_from);
+    }
+    if (o_.resume.empty()) return;
+    CheckpointContent content = checkpoint_content(model_.params(), optimizer_.get());
+    const CheckpointMeta meta = load_checkpoint(o_.resume, grid_, content);
+    if (meta.model_spec != spec_)
+      throw std::invalid_argument("checkpoint '" + o_.resume + "' was written by model \"" + meta.model_spec +
+                                  "\", not \"" + spec_ + "\"");
+    optimizer_->set_steps(meta.step);
+    summary.first_step = meta.step;
+    seed_ = static_cast<std::uint64_t>(meta.seed);  // the sample order of the run being continued
+    last_saved_ = {o_.resume, meta.step};
+    if (rank0_) say_("resumed from " + o_.resume + " at step " + std::to_string(meta.step));
+  }
+
+  void save(const std::string& path, std::int64_t step) {
+    CheckpointMeta meta;
+    meta.step = step;
+    meta.model_spec = spec_;
+    meta.seed = static_cast<std::int64_t>(seed_);
+    meta.rng_state = "sample order: SplitMix64 Fisher-Yates per epoch (models/sample_order.hpp), seed " +
+                     std::to_string(seed_) + ", next step " + std::to_string(step + 1);
+    meta.optimizer_options = describe(settings_);
+    save_checkpoint(path, grid_, checkpoint_content(model_.params(), optimizer_.get(), meta));
+    last_saved_ = {path, step};
+  }
+
+  std::string non_finite(double loss, std::int64_t step) const {
+    std::string text = std::string("loss is ") + (std::isnan(loss) ? "nan" : "inf") + " at step " +
+                       std::to_string(step) + "; stopped before updating the weights; ";
+    if (last_saved_.second >= 0)
+      return text + "the last good checkpoint is '" + last_saved_.first + "' (step " +
+             std::to_string(last_saved_.second) + ")";
+    return text + (o_.save.empty() ? "no checkpoint was asked for (--save)" : "no checkpoint was written yet");
+  }
+
+  std::string header(const SampleOrder& order, std::int64_t total) {
+    std::ostringstream out;
+    out << "tessera-train: " << grid_.size() << " ranks, grid " << format_grid(grid_.dims()) << ", model "
+        << o_.model << " (" << model_.parameter_count() << " parameters), global batch " << o_.batch << ", "
+        << order.batches_per_epoch() << " steps per epoch, " << total << " steps, " << optimizer_->kind() << " "
+        << describe(settings_);
+    if (o_.verbose) out << "\n" << model_.describe();
+    return out.str();
+  }
+
+  const TrainerOptions& o_;
+  const Line& say_;
+  ProcessGrid grid_;
+  bool rank0_;
+  TrainingSet data_;
+  std::optional<TrainingSet> val_;
+  std::string spec_;
+  Sequential<float> model_;
+  OptimizerSettings settings_;
+  std::unique_ptr<layers::Optimizer<float>> optimizer_;
+  std::uint64_t seed_;
+  std::optional<layers::Tensor<float>> targets_;
+  std::pair<std::string, std::int64_t> last_saved_{"", -1};
+};
+
+}  // namespace
+
+TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& on_rank0_line) {
+  check_options(options);
+  Run run(options, comm, on_rank0_line);
+  return run.go();
+}
+
+}  // namespace tessera::models

@@ -1,0 +1,142 @@
+#include "models/training_set.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "distarray/tile_io.hpp"
+
+namespace tessera::models {
+namespace {
+
+std::vector<std::int64_t> without_padding(std::vector<std::int64_t> rows) {
+  for (std::int64_t& r : rows)
+    if (r < 0) r = 0;
+  return rows;
+}
+
+// Free function: CUDA allows extended lambdas only outside member functions.
+void scale_owned(const layers::Tensor<float>& array, float factor) {
+  const auto owned = array.owned();
+  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for(
+      "tessera::scale_pixels",
+      Policy({0, 0, 0, 0}, {static_cast<std::int64_t>(owned.extent(0)), static_cast<std::int64_t>(owned.extent(1)),
+                            static_cast<std::int64_t>(owned.extent(2)), static_cast<std::int64_t>(owned.extent(3))}),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { owned(n, c, h, w) *= factor; });
+}
+
+std::string shape_text(const Shape4& s) {
+  return std::to_string(s[N]) + "x" + std::to_string(s[C]) + "x" + std::to_string(s[H]) + "x" + std::to_string(s[W]);
+}
+
+}  // namespace
+
+TrainingSet::TrainingSet(const std::string& path, MPI_Comm comm) {
+  file_ = std::make_unique<Hdf5File>(path, Hdf5File::Mode::read, comm);
+  auto fail = [&](const std::string& what) { throw std::runtime_error("data file '" + path + "': " + what); };
+  if (!file_->has("/images")) fail("has no /images dataset (see docs/data.md)");
+  const Dims images = file_->shape("/images");
+  if (images.size() != 4) fail("/images has shape " + dims_text(images) + "; (N, C, H, W) is expected");
+  const ElementKind kind = file_->element_kind("/images");
+  if (kind != ElementKind::uint8 && kind != ElementKind::float32) fail("/images must hold uint8 or float32 values");
+  uint8_pixels_ = kind == ElementKind::uint8;
+  samples_ = images[0];
+  sample_ = {images[1], images[2], images[3]};
+  if (samples_ < 1) fail("/images holds no samples");
+
+  const bool labels = file_->has("/labels"), targets = file_->has("/targets");
+  if (labels && targets) fail("has both /labels and /targets; keep one");
+  if (labels) {
+    const Dims l = file_->shape("/labels");
+    if (l.size() != 1 || l[0] != samples_)
+      fail("/labels has shape " + dims_text(l) + " but /images holds " + std::to_string(samples_) + " samples");
+    if (file_->element_kind("/labels") != ElementKind::int64) fail("/labels must hold int64 values");
+    supervision_ = Supervision::labels;
+    labels_.resize(static_cast<std::size_t>(samples_));
+    file_->read_block("/labels", {0}, {samples_}, labels_.data());
+  } else if (targets) {
+    target_shape_ = file_->shape("/targets");
+    if (target_shape_.size() != 4 || target_shape_[0] != samples_)
+      fail("/targets has shape " + dims_text(target_shape_) + "; (" + std::to_string(samples_) +
+           ", C, H, W) is expected");
+    supervision_ = Supervision::targets;
+  }
+}
+
+void TrainingSet::check_model(const Shape4& input, const Shape4& output) const {
+  const std::string where = "data file '" + path() + "'";
+  if (input[C] != sample_[0] || input[H] != sample_[1] || input[W] != sample_[2])
+    throw std::invalid_argument(where + " holds samples of " + std::to_string(sample_[0]) + "x" +
+                                std::to_string(sample_[1]) + "x" + std::to_string(sample_[2]) +
+                                " (CxHxW) but the model takes " + std::to_string(input[C]) + "x" +
+                                std::to_string(input[H]) + "x" + std::to_string(input[W]));
+  if (supervision_ == Supervision::labels && (output[H] != 1 || output[W] != 1))
+    throw std::invalid_argument(where + " has one label per sample, but the model's output is " + shape_text(output) +
+                                ", not class scores (N, K, 1, 1)");
+  if (supervision_ == Supervision::targets &&
+      (output[C] != target_shape_[1] || output[H] != target_shape_[2] || output[W] != target_shape_[3]))
+    throw std::invalid_argument(where + " has /targets of shape " + dims_text(target_shape_) +
+                                " but the model's output is " + shape_text(output));
+}
+
+void TrainingSet::read_images(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const {
+  if (!cache_decided_for_ || !(*cache_decided_for_ == images.distribution())) {
+    cache_decided_for_ = images.distribution();
+    cache_.reset();
+    std::int64_t largest = 0;  // the largest tile of any rank, so that all decide alike
+    const Distribution& d = images.distribution();
+    for (int r = 0; r < d.ranks(); ++r) {
+      const Box b = d.owned_box(r);
+      largest = std::max(largest, samples_ * b.extent(C) * b.extent(H) * b.extent(W) * std::int64_t{4});
+    }
+    if (largest <= kTileCacheBytes) fill_cache(images);
+  }
+  if (cache_) return copy_from_cache(rows, images);
+  read_samples(*file_, "/images", without_padding(rows), images);
+  if (uint8_pixels_) scale_owned(images, 1.0f / 255.0f);
+}
+
+void TrainingSet::fill_cache(const layers::Tensor<float>& images) const {
+  TileCache cache;
+  cache.box = images.owned_box();
+  cache.box.lo[N] = 0, cache.box.hi[N] = samples_;
+  cache.values.resize(static_cast<std::size_t>(cache.box.size()));
+  file_->read_block("/images", {0, cache.box.lo[C], cache.box.lo[H], cache.box.lo[W]},
+                    {samples_, cache.box.extent(C), cache.box.extent(H), cache.box.extent(W)}, cache.values.data());
+  if (uint8_pixels_)
+    for (float& v : cache.values) v *= 1.0f / 255.0f;
+  cache_ = std::move(cache);
+}
+
+void TrainingSet::copy_from_cache(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const {
+  const Box owned = images.owned_box();
+  auto tile = tessera::detail::host_tile<float>(owned);
+  const auto sample_size = static_cast<std::size_t>(owned.extent(C) * owned.extent(H) * owned.extent(W));
+  for (std::int64_t n = owned.lo[N]; n < owned.hi[N]; ++n) {
+    const std::int64_t row = std::max<std::int64_t>(rows[static_cast<std::size_t>(n)], 0);
+    std::copy_n(cache_->values.data() + static_cast<std::size_t>(row) * sample_size, sample_size,
+                tile.data() + static_cast<std::size_t>(n - owned.lo[N]) * sample_size);
+  }
+  auto window = tessera::detail::host_window(images);
+  Kokkos::deep_copy(tessera::detail::owned_part(window, owned, images.window_box()), tile);
+  Kokkos::deep_copy(images.window(), window);
+}
+
+TrainingSet::LabelView TrainingSet::read_labels(const std::vector<std::int64_t>& rows,
+                                                const layers::Tensor<float>& logits) const {
+  const Box owned = logits.owned_box();
+  LabelView labels("tessera::labels", static_cast<std::size_t>(owned.extent(N)), 1, 1);
+  auto host = Kokkos::create_mirror_view(labels);
+  for (std::int64_t n = owned.lo[N]; n < owned.hi[N]; ++n) {
+    const auto i = static_cast<std::size_t>(n);
+    host(static_cast<std::size_t>(n - owned.lo[N]), 0, 0) = rows[i] < 0 ? layers::kIgnoreLabel : labels_[static_cast<std::size_t>(rows[i])];
+  }
+  Kokkos::deep_copy(labels, host);
+  return labels;
+}
+
+void TrainingSet::read_targets(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& into) const {
+  read_samples(*file_, "/targets", without_padding(rows), into);
+}
+
+}  // namespace tessera::models
