@@ -101,6 +101,21 @@ void Sequential<T>::build(const LayerRegistry& registry, std::uint64_t seed) {
 template <class T>
 void Sequential<T>::allocate() {
   const std::size_t count = layers_.size();
+  auto grid_text = [&](std::size_t i) {
+    const GridDims& d = grids_[i]->dims();
+    return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+  };
+  // Every activation's partition first, so that a shape the grid cannot cut is reported
+  // as that activation's, not as the halo of the layer before it.
+  for (std::size_t i = 0; i <= count; ++i) {
+    try {
+      Distribution(shapes_[i], grids_[i]->dims());
+    } catch (const std::invalid_argument& e) {
+      const std::string what = i == 0 ? "the model's input" : "the output of " + where(i - 1);
+      throw std::invalid_argument(what + ": " + shape_text(shapes_[i]) + " cannot be distributed on grid " +
+                                  grid_text(i) + ": " + e.what());
+    }
+  }
   for (std::size_t i = 0; i <= count; ++i) {
     try {
       HaloWidths halo;
@@ -112,8 +127,7 @@ void Sequential<T>::allocate() {
     } catch (const std::invalid_argument& e) {
       const std::string what = i < count ? "the input of " + where(i) : "the output of " + where(count - 1);
       throw std::invalid_argument(what + ": " + shape_text(shapes_[i]) + " cannot be distributed on grid " +
-                                  std::to_string(grids_[i]->dims()[0]) + "x" + std::to_string(grids_[i]->dims()[1]) +
-                                  "x" + std::to_string(grids_[i]->dims()[2]) + ": " + e.what());
+                                  grid_text(i) + ": " + e.what());
     }
   }
 }

@@ -1,0 +1,108 @@
+// train_make_data DIR: the small data files the tessera-train tests run on (a fixture, so
+// that no binary files live in the repository):
+//   train.h5        48 samples 1x12x12 uint8, 4 classes: class k has a bright bar in
+//                   position k (rows 2-3 / rows 8-9 / columns 2-3 / columns 8-9) on noise
+//   val.h5          22 such samples: not a multiple of the tests' batch, so the last
+//                   evaluation batch is padded
+//   targets.h5      16 samples 1x12x12 float32 with /targets = the clean image
+//   nolabels.h5     /images only
+//   rgb10.h5        16 samples 3x10x10 with labels: the wrong shape for train.h5's model
+//   not-hdf5.h5     text
+// train_make_data truncate SRC DST BYTES: DST = the first BYTES bytes of SRC.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "distarray/hdf5_file.hpp"
+
+using tessera::Dims;
+using tessera::Hdf5File;
+
+namespace {
+
+struct Samples {
+  std::vector<std::uint8_t> images;
+  std::vector<float> clean;
+  std::vector<std::int64_t> labels;
+};
+
+Samples make(std::int64_t n, std::int64_t channels, std::int64_t size, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> noise(0, 60);
+  Samples s;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t k = i % 4;
+    s.labels.push_back(k);
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t y = 0; y < size; ++y)
+        for (std::int64_t x = 0; x < size; ++x) {
+          const std::int64_t along = k < 2 ? y : x, at = (k % 2 == 0) ? 2 : size - 4;
+          const bool bar = along == at || along == at + 1;
+          s.clean.push_back(bar ? 0.8f : 0.1f);
+          s.images.push_back(static_cast<std::uint8_t>((bar ? 190 : 20) + noise(rng)));
+        }
+  }
+  return s;
+}
+
+void write(const std::string& path, std::int64_t n, std::int64_t channels, std::int64_t size, bool labels,
+           bool targets, std::uint32_t seed) {
+  const Samples s = make(n, channels, size, seed);
+  Hdf5File file(path, Hdf5File::Mode::create, MPI_COMM_SELF);
+  const Dims shape{n, channels, size, size};
+  if (targets) {
+    std::vector<float> noisy(s.images.begin(), s.images.end());
+    for (float& v : noisy) v /= 255.0f;
+    file.write_block<float>("/images", shape, {0, 0, 0, 0}, shape, noisy.data());
+    file.write_block<float>("/targets", shape, {0, 0, 0, 0}, shape, s.clean.data());
+  } else {
+    file.write_block<std::uint8_t>("/images", shape, {0, 0, 0, 0}, shape, s.images.data());
+  }
+  if (labels) file.write_block<std::int64_t>("/labels", {n}, {0}, {n}, s.labels.data());
+  file.close();
+}
+
+void truncate_copy(const std::string& from, const std::string& to, std::size_t bytes) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read '" + from + "'");
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes > data.size()) throw std::runtime_error("'" + from + "' is shorter than " + std::to_string(bytes) + " bytes");
+  std::ofstream(to, std::ios::binary).write(data.data(), static_cast<std::streamsize>(bytes));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int status = 0;
+  try {
+    if (argc == 5 && std::string(argv[1]) == "truncate") {
+      truncate_copy(argv[2], argv[3], std::stoul(argv[4]));
+    } else if (argc == 2) {
+      const std::string dir = argv[1];
+      std::filesystem::create_directories(dir);
+      write(dir + "/train.h5", 48, 1, 12, true, false, 1);
+      write(dir + "/val.h5", 22, 1, 12, true, false, 2);
+      write(dir + "/targets.h5", 16, 1, 12, false, true, 3);
+      write(dir + "/nolabels.h5", 16, 1, 12, false, false, 4);
+      write(dir + "/rgb10.h5", 16, 3, 10, true, false, 5);
+      std::ofstream(dir + "/not-hdf5.h5") << "not an HDF5 file\n";
+    } else {
+      std::fprintf(stderr, "usage: train_make_data DIR | train_make_data truncate SRC DST BYTES\n");
+      status = 2;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_make_data: %s\n", e.what());
+    status = 1;
+  }
+  MPI_Finalize();
+  return status;
+}
