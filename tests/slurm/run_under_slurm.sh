@@ -54,9 +54,11 @@ sandbox=$(mktemp -d /tmp/tessera-slurm.XXXXXX) || skip "cannot create a temporar
 chmod 755 "$sandbox"  # munged wants every folder above its socket searchable by all
 export TESSERA_SLURM_SANDBOX="$sandbox"
 
-our_processes() {
-  local inode inodes=() pattern=()
+marked_processes() {
   grep -lzx "TESSERA_SLURM_SANDBOX=$sandbox" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+}
+socket_holders() {  # processes with a unix socket in the sandbox open
+  local inode inodes=() pattern=()
   # /proc/net/unix: Num RefCount Protocol Flags Type St Inode Path
   mapfile -t inodes < <(while read -r _ _ _ _ _ _ inode path; do
                           [[ $path == "$sandbox"/* ]] && echo "$inode"
@@ -65,20 +67,32 @@ our_processes() {
   for inode in "${inodes[@]}"; do pattern+=(-o -lname "socket:\\[$inode\\]"); done
   find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( "${pattern[@]:1}" \) 2>/dev/null | cut -d/ -f3
 }
+our_processes() { { marked_processes; socket_holders; } | sort -u; }
+
+# bounded_wait <seconds>: until none of ours is left, or the time is up.
+bounded_wait() {
+  local deadline=$((SECONDS + $1))
+  while [[ -n $(our_processes) ]] && ((SECONDS < deadline)); do sleep 0.2; done
+}
 
 teardown() {
   trap - EXIT INT TERM HUP
   export -n TESSERA_SLURM_SANDBOX  # the helpers run below must not look like ours
-  local pids sig grace deadline
-  for sig in TERM:10 KILL:5; do  # slurmstepd ignores TERM
-    grace=${sig#*:} sig=${sig%:*}
-    pids=$(our_processes | sort -u)
-    [[ -z $pids ]] && break
-    # shellcheck disable=SC2086  # one pid per word
-    kill -s "$sig" $pids 2>/dev/null
-    deadline=$((SECONDS + grace))
-    while [[ -n $(our_processes) ]] && ((SECONDS < deadline)); do sleep 0.2; done
+  local pid term=() kill=()
+  # TERM for the daemons and the tasks. KILL for slurmstepd, which ignores TERM (it is the one
+  # holding sockets without the marker), and for srun, which on TERM keeps trying to reach the
+  # daemons that are being stopped beside it. Where srun is still running, this is no normal end.
+  for pid in $(marked_processes); do
+    case $(cat "/proc/$pid/comm" 2>/dev/null) in
+      srun|timeout) kill+=("$pid") ;;
+      *) term+=("$pid") ;;
+    esac
   done
+  mapfile -t -O "${#kill[@]}" kill < <(comm -13 <(printf '%s\n' "${term[@]}" "${kill[@]}" | sort) <(socket_holders | sort -u))
+  { kill -KILL "${kill[@]}"; kill -TERM "${term[@]}"; } 2>/dev/null
+  bounded_wait 10
+  # shellcheck disable=SC2046
+  kill -KILL $(our_processes) 2>/dev/null && bounded_wait 5
   [[ -n $(our_processes) ]] && echo "run_under_slurm: warning: processes left behind: $(our_processes | xargs)" >&2
   if ((keep)); then echo "run_under_slurm: kept $sandbox" >&2; else rm -rf "$sandbox"; fi
 }
