@@ -11,7 +11,8 @@
 #
 # Exit status: the program's (srun's: the highest of its tasks'); 124 when it ran past
 # --timeout; 77 (ctest's SKIP_RETURN_CODE) with one line saying why when no Slurm can be
-# started here; 2 for a bad command line.
+# started here, or 1 instead where TESSERA_SLURM_REQUIRED=1 (CI: a skip would hide a
+# regression); 2 for a bad command line.
 set -uo pipefail
 
 readonly SKIP=77
@@ -24,7 +25,7 @@ while (($#)); do
     --timeout) timeout_s="${2:-}"; shift 2 || true ;;
     --keep) keep=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_under_slurm: unknown option '$1' (the program goes after --)" >&2; exit 2 ;;
   esac
 done
@@ -32,7 +33,11 @@ done
 [[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "run_under_slurm: --timeout needs a positive number of seconds" >&2; exit 2; }
 (($#)) || { echo "run_under_slurm: no program given (put it after --)" >&2; exit 2; }
 
-skip() { echo "run_under_slurm: SKIPPED: $*"; exit "$SKIP"; }
+skip() {
+  [[ ${TESSERA_SLURM_REQUIRED:-0} == 1 ]] && { echo "run_under_slurm: FAILED (TESSERA_SLURM_REQUIRED=1): $*"; exit 1; }
+  echo "run_under_slurm: SKIPPED: $*"
+  exit "$SKIP"
+}
 
 # Inside a real Slurm job (CI under sbatch), srun would talk to that job's cluster: forget it.
 # shellcheck disable=SC2046  # one name per word
@@ -47,9 +52,9 @@ plugin_dir=$(dirname "$(dpkg -L slurm-wlm-basic-plugins 2>/dev/null | grep -m1 '
 [[ -f $plugin_dir/mpi_pmi2.so ]] || skip "Slurm's pmi2 MPI plugin is missing (Debian package slurm-wlm-basic-plugins)"
 
 # --- Teardown, whatever happens -----------------------------------------------------------------
-# Every process started from here carries a marker in its environment (slurmd passes it on to
-# the tasks through srun), except slurmstepd, which writes its title over its environment: it is
-# found by the sockets it holds in the sandbox. Teardown kills exactly those processes.
+# Every process started from here carries a marker in its environment (the daemons inherit it,
+# srun hands it to the tasks), except slurmstepd, which writes its title over its environment:
+# it is found by the sockets it holds in the sandbox. Teardown kills exactly those processes.
 sandbox=$(mktemp -d /tmp/tessera-slurm.XXXXXX) || skip "cannot create a temporary folder"
 chmod 755 "$sandbox"  # munged wants every folder above its socket searchable by all
 export TESSERA_SLURM_SANDBOX="$sandbox"
