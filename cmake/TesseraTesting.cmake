@@ -5,6 +5,8 @@
 #       one process, no launcher; label `unit`.
 #   tessera_add_mpi_test(<name> SOURCES ... RANKS 1 2 3 4 [DEPS ...] [LABELS ...] [ARGS ...])
 #       one ctest entry per rank count, `<name>_npN`, run as `mpiexec -n N`; label `mpi`.
+#   tessera_add_slurm_test(<name> RANKS <n> COMMAND <program> [args...] [TIMEOUT <s>] [LABELS ...])
+#       `<name>_np<n>`, run as `srun --mpi=pmi2 -n <n>` under a private one-node Slurm; label `slurm`.
 # In CUDA builds every test also carries the label `cuda`: it needs a GPU to run.
 
 set(TESSERA_TEST_TIMEOUT 300 CACHE STRING "Seconds before ctest kills a hung test")
@@ -57,4 +59,29 @@ function(tessera_add_failure_test name)
            COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${arg_COMMAND}" "-DEXPECT=${arg_EXPECT}"
                    -P ${PROJECT_SOURCE_DIR}/cmake/TesseraExpectFailure.cmake)
   _tessera_test_properties(${name} "${arg_LABELS}")
+endfunction()
+
+# tessera_add_slurm_test(<name> RANKS <n> COMMAND <program> [args...] [TIMEOUT <s>] [LABELS ...])
+# Runs `srun --mpi=pmi2 -n <n> <program> [args...]` under a one-node Slurm that
+# tests/slurm/run_under_slurm.sh starts for this test alone and tears down after it. SKIPPED
+# (not failed) where no Slurm can be started: not root, or slurm-wlm / munge not installed.
+# TIMEOUT (default 120 s) bounds the program; the ctest timeout adds room for the daemons.
+set(TESSERA_SLURM_SKIP_CODE 77)  # the driver's exit status when it cannot start Slurm
+function(tessera_add_slurm_test name)
+  cmake_parse_arguments(arg "" "RANKS;TIMEOUT" "COMMAND;LABELS" ${ARGN})
+  if(NOT arg_RANKS OR NOT arg_COMMAND)
+    message(FATAL_ERROR "tessera_add_slurm_test(${name}): say how many RANKS and which COMMAND to run")
+  endif()
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 120)
+  endif()
+  set(test ${name}_np${arg_RANKS})
+  add_test(NAME ${test}
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/slurm/run_under_slurm.sh
+                   --ranks ${arg_RANKS} --timeout ${arg_TIMEOUT} -- ${arg_COMMAND})
+  _tessera_test_properties(${test} "slurm;${arg_LABELS}")
+  # Daemon start (at most 55 s), srun's grace after a timeout and the teardown (25 s) on top.
+  math(EXPR ctest_timeout "${arg_TIMEOUT} + 90")
+  set_tests_properties(${test} PROPERTIES PROCESSORS ${arg_RANKS} TIMEOUT ${ctest_timeout}
+                                          SKIP_RETURN_CODE ${TESSERA_SLURM_SKIP_CODE})
 endfunction()
