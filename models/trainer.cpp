@@ -14,6 +14,7 @@
 #include "layers/loss/classification.hpp"
 #include "layers/loss/mse.hpp"
 #include "models/checkpoint_content.hpp"
+#include "models/input_noise.hpp"
 #include "models/metrics_log.hpp"
 #include "models/presets.hpp"
 #include "models/rank_agreement.hpp"
@@ -25,6 +26,10 @@ namespace tessera::models {
 namespace {
 
 using Line = std::function<void(const std::string&)>;
+
+std::string shape_text(const Shape4& s) {
+  return std::to_string(s[N]) + "x" + std::to_string(s[C]) + "x" + std::to_string(s[H]) + "x" + std::to_string(s[W]);
+}
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -48,6 +53,7 @@ void check_options(const TrainerOptions& o) {
           "--resume continues a run, --init-from starts a new one from saved weights: give one of them");
   require(o.lr_base_batch >= 0, "--lr-base-batch must not be negative");
   require(o.optimizer.lr >= 0, "--lr must not be negative");
+  require(o.noise >= 0, "--noise must not be negative");
   require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
 }
 
@@ -75,19 +81,22 @@ class Run {
         settings_(scaled(o.optimizer, o)),
         optimizer_(make_optimizer(settings_, model_.parameters(), grid_)),
         seed_(o.seed) {
+    if (o.noise > 0) check_denoising(data_);
     data_.check_model(model_.shape(0), model_.shape(model_.size()));
-    if (data_.supervision() == Supervision::none)
-      throw std::invalid_argument("data file '" + o.data + "' has neither /labels nor /targets to train against");
+    if (o.noise == 0 && data_.supervision() == Supervision::none)
+      throw std::invalid_argument("data file '" + o.data +
+                                  "' has neither /labels nor /targets to train against (--noise trains a denoiser on it)");
     if (!o.val_data.empty()) {
       val_.emplace(o.val_data, grid_.comm());
+      if (o.noise > 0) check_denoising(*val_);
       val_->check_model(model_.shape(0), model_.shape(model_.size()));
-      if (val_->supervision() != data_.supervision())
+      if (o.noise == 0 && val_->supervision() != data_.supervision())
         throw std::invalid_argument("validation file '" + o.val_data + "' is not supervised like '" + o.data +
                                     "' (labels vs targets)");
     }
     if (!o.save.empty()) check_writable(o.save, grid_.comm());
     model_.set_halo_config(o.halo);
-    if (data_.supervision() == Supervision::targets)
+    if (data_.supervision() == Supervision::targets || o.noise > 0)
       targets_.emplace(model_.output_grid(), model_.shape(model_.size()), HaloWidths{}, "tessera::targets");
   }
 
@@ -156,7 +165,8 @@ class Run {
     const std::vector<std::int64_t> rows = order.rows(s);
     data_.read_images(rows, model_.input());
     std::optional<TrainingSet::LabelView> labels;
-    if (data_.supervision() == Supervision::labels) labels = data_.read_labels(rows, model_.output());
+    if (o_.noise > 0) corrupt_input(s);
+    else if (data_.supervision() == Supervision::labels) labels = data_.read_labels(rows, model_.output());
     else data_.read_targets(rows, *targets_);
     m.data_seconds = now() - t0;
 
@@ -198,24 +208,41 @@ class Run {
     double loss_sum = 0, correct = 0;
     for (const std::vector<std::int64_t>& rows : evaluation_batches(set.samples(), o_.batch)) {
       beat(at_step, "evaluating");
-      const bool full = rows.back() >= 0;
-      if (set.supervision() == Supervision::targets && !full) continue;  // MSE has no ignored cells
+      const bool full = rows.back() >= 0, regression = o_.noise > 0 || set.supervision() == Supervision::targets;
+      if (regression && !full) continue;  // MSE has no ignored cells
       set.read_images(rows, model_.input());
+      if (o_.noise > 0) corrupt_input(0);  // the same noise at every evaluation
       const layers::Tensor<float>& out = model_.forward(model_.input());
-      if (set.supervision() == Supervision::labels) {
+      if (!regression) {
         const layers::ClassificationStats stats = layers::classification_stats(out, set.read_labels(rows, out));
         loss_sum += stats.loss * stats.cells, correct += stats.accuracy * stats.cells;
         e.samples += static_cast<std::int64_t>(stats.cells);
       } else {
-        set.read_targets(rows, *targets_);
+        if (o_.noise == 0) set.read_targets(rows, *targets_);
         loss_sum += layers::mse_loss(out, targets_->owned()) * static_cast<double>(o_.batch);
         e.samples += o_.batch;
       }
     }
     model_.set_training(true);
     if (e.samples > 0) e.loss = loss_sum / static_cast<double>(e.samples), e.accuracy = correct / static_cast<double>(e.samples);
-    if (set.supervision() == Supervision::targets) e.accuracy = std::nan("");
+    if (o_.noise > 0 || set.supervision() == Supervision::targets) e.accuracy = std::nan("");
     return e;
+  }
+
+  // Denoising: the clean batch is the target, the model sees it with noise keyed by the
+  // step (step 0: evaluation).
+  void corrupt_input(std::int64_t step) {
+    Kokkos::deep_copy(targets_->owned(), model_.input().owned());
+    add_gaussian_noise(model_.input(), o_.noise, seed_, step);
+  }
+
+  void check_denoising(const TrainingSet& set) const {
+    if (set.supervision() != Supervision::none)
+      throw std::invalid_argument("--noise trains a denoiser on images alone, but '" + set.path() +
+                                  "' has labels or targets");
+    if (!(model_.shape(0) == model_.shape(model_.size())))
+      throw std::invalid_argument("--noise needs a model whose output is shaped as its input (a denoiser), not " +
+                                  shape_text(model_.shape(model_.size())));
   }
 
   void report(const Evaluation& e, std::int64_t step, MetricsLog& metrics) {

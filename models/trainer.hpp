@@ -43,6 +43,7 @@ struct TrainerOptions {
   std::int64_t checkpoint_every = 0;  // steps; needs save
   std::int64_t eval_every = 0;        // steps; needs val_data (0: at the end only)
   std::string metrics;                // JSON lines, rank 0
+  double noise = 0;                   // > 0: denoising of unlabelled data (input + N(0, noise^2), target = input)
   std::string precision = "fp32";
   layers::WindowedConfig halo;        // --overlap, --halo-transport
   WatchdogLimits watchdog;            // floor 0: no watchdog

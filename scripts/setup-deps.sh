@@ -25,6 +25,7 @@ done
 packages=(cmake make g++ pkg-config libmpich-dev mpich libboost-program-options-dev
           libgtest-dev libdnnl-dev libhdf5-mpich-dev hdf5-tools ca-certificates
           zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
+          python3-skimage  # its sample photographs: the natural-image examples
           slurm-wlm slurm-wlm-basic-plugins munge)  # the `slurm` tests start a one-node Slurm
 
 install_packages() {

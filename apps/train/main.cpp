@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -66,6 +67,8 @@ po::options_description describe_options(AppOptions& a) {
       ("eval-every", po::value(&t.eval_every)->default_value(t.eval_every),
        "also evaluate on --val-data every N steps (0: only at the end)")
       ("metrics", po::value(&t.metrics), "append one JSON line per step (and evaluation) to this file")
+      ("noise", po::value(&t.noise)->default_value(t.noise),
+       "train a denoiser on unlabelled images: input + N(0, noise^2), target the clean image (0: off)")
       ("precision", po::value(&t.precision)->default_value(t.precision), "fp32 | bf16")
       ("halo-transport", po::value(&t.halo.transport)->default_value(t.halo.transport),
        "auto | mpi | mpi-staged | nccl")
@@ -114,9 +117,11 @@ int run(const Runtime& runtime, const AppOptions& a) {
   std::printf("trained %lld steps (%lld in this run), last loss %.5f, %.1f images/s\n",
               static_cast<long long>(s.steps), static_cast<long long>(s.steps - s.first_step), s.last_loss,
               s.images_per_second);
-  if (s.evaluation && a.train.val_data.size())
+  if (s.evaluation && std::isfinite(s.evaluation->accuracy))
     std::printf("test accuracy: %.2f%% on %lld samples (loss %.5f)\n", 100 * s.evaluation->accuracy,
                 static_cast<long long>(s.evaluation->samples), s.evaluation->loss);
+  else if (s.evaluation)
+    std::printf("test loss: %.5f on %lld samples\n", s.evaluation->loss, static_cast<long long>(s.evaluation->samples));
   if (!a.filters_png.empty()) {
     data::write_png(train::render_first_layer_filters(a.train.save), a.filters_png);
     std::printf("filters: %s\n", a.filters_png.c_str());

@@ -1,0 +1,44 @@
+#include "models/input_noise.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include "layers/loss/device_math.hpp"
+
+namespace tessera::models {
+namespace {
+
+KOKKOS_INLINE_FUNCTION std::uint64_t mix(std::uint64_t z) {  // SplitMix64's finaliser
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// (0, 1]: never 0, so that log() is finite.
+KOKKOS_INLINE_FUNCTION double unit(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 1.0) * 0x1.0p-53; }
+
+}  // namespace
+
+void add_gaussian_noise(const layers::Tensor<float>& x, double sigma, std::uint64_t seed, std::int64_t step) {
+  namespace dm = layers::device_math;
+  const auto owned = x.owned();
+  const Box box = x.owned_box();
+  const std::uint64_t key = mix(mix(seed) ^ static_cast<std::uint64_t>(step));
+  // Plain scalars: std::array is not usable in device code.
+  const std::int64_t n0 = box.lo[N], c0 = box.lo[C], h0 = box.lo[H], w0 = box.lo[W];
+  const Shape4 global = x.distribution().global_shape();
+  const std::int64_t channels = global[C], height = global[H], width = global[W];
+  const auto s = static_cast<float>(sigma);
+  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for(
+      "tessera::gaussian_noise", Policy({0, 0, 0, 0}, {box.extent(N), box.extent(C), box.extent(H), box.extent(W)}),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+        const std::int64_t cell = (((n0 + n) * channels + c0 + c) * height + h0 + h) * width + w0 + w;
+        const std::uint64_t bits = mix(key ^ mix(static_cast<std::uint64_t>(cell)));
+        const double u1 = unit(bits), u2 = unit(mix(bits));
+        const double z = dm::sqrt(-2.0 * dm::log(u1)) * dm::cos(6.283185307179586 * u2);
+        owned(n, c, h, w) += s * static_cast<float>(z);
+      });
+}
+
+}  // namespace tessera::models
