@@ -16,6 +16,7 @@
 #include "models/checkpoint_content.hpp"
 #include "models/input_noise.hpp"
 #include "models/metrics_log.hpp"
+#include "models/model_buffers.hpp"
 #include "models/presets.hpp"
 #include "models/rank_agreement.hpp"
 #include "models/sample_order.hpp"
@@ -257,12 +258,19 @@ class Run {
 
   void restore(TrainingSummary& summary) {
     if (!o_.init_from.empty()) {
-      load_checkpoint(o_.init_from, grid_, checkpoint_content(model_.params()), LoadScope::weights_only);
+      ModelBuffers buffers(model_);
+      CheckpointContent content = checkpoint_content(model_.params());
+      buffers.add_to(content);
+      load_checkpoint(o_.init_from, grid_, content, LoadScope::weights_only);
+      buffers.restore();
       if (rank0_) say_("weights from " + o_.init_from);
     }
     if (o_.resume.empty()) return;
+    ModelBuffers buffers(model_);
     CheckpointContent content = checkpoint_content(model_.params(), optimizer_.get());
+    buffers.add_to(content);
     const CheckpointMeta meta = load_checkpoint(o_.resume, grid_, content);
+    buffers.restore();
     if (meta.model_spec != spec_)
       throw std::invalid_argument("checkpoint '" + o_.resume + "' was written by model \"" + meta.model_spec +
                                   "\", not \"" + spec_ + "\"");
@@ -281,7 +289,10 @@ class Run {
     meta.rng_state = "sample order: SplitMix64 Fisher-Yates per epoch (models/sample_order.hpp), seed " +
                      std::to_string(seed_) + ", next step " + std::to_string(step + 1);
     meta.optimizer_options = describe(settings_);
-    save_checkpoint(path, grid_, checkpoint_content(model_.params(), optimizer_.get(), meta));
+    CheckpointContent content = checkpoint_content(model_.params(), optimizer_.get(), meta);
+    ModelBuffers buffers(model_);
+    buffers.add_to(content);
+    save_checkpoint(path, grid_, content);
     last_saved_ = {path, step};
   }
 

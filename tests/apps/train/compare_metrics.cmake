@@ -1,6 +1,7 @@
 # cmake -DEXPECTED=a.jsonl -DACTUAL=b.jsonl [-DFIRST=k] -P compare_metrics.cmake
 # Every training step of ACTUAL (steps >= FIRST) must have the loss EXPECTED has for that
-# step within 1e-5 relative: a resumed run continues the uninterrupted one.
+# step within 1e-5 relative: a resumed run continues the uninterrupted one. Evaluations
+# at the same step must agree too (batch norm's running statistics were resumed).
 cmake_policy(SET CMP0007 NEW)
 if(NOT DEFINED FIRST)
   set(FIRST 1)
@@ -10,10 +11,10 @@ function(read_losses path prefix)
   set(steps "")
   foreach(line IN LISTS lines)
     string(JSON is_eval ERROR_VARIABLE no_eval GET "${line}" eval)
-    if(NOT no_eval)
-      continue()
-    endif()
     string(JSON step GET "${line}" step)
+    if(NOT no_eval)
+      set(step "eval${step}")
+    endif()
     string(JSON loss GET "${line}" loss)
     set(${prefix}_${step} "${loss}" PARENT_SCOPE)
     list(APPEND steps ${step})
@@ -24,7 +25,8 @@ read_losses("${EXPECTED}" expected)
 read_losses("${ACTUAL}" actual)
 set(compared 0)
 foreach(step IN LISTS actual_steps)
-  if(step LESS FIRST)
+  string(REGEX REPLACE "^eval" "" number "${step}")
+  if(number LESS FIRST)
     continue()
   endif()
   if(NOT DEFINED expected_${step})

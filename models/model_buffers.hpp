@@ -1,0 +1,39 @@
+#pragma once
+// ModelBuffers: what a model keeps besides its parameters — batch norm's running mean and
+// variance — as checkpoint slots, so that an evaluation after --resume or --init-from uses
+// the statistics the saved run had. Named as PyTorch's state_dict buffers:
+// /params/<i>/running_mean, /params/<i>/running_var (float32, (C)).
+//
+// The layers hold the statistics in host doubles; the slots are float staging views:
+// add_to() copies the layers' values in (before a save), restore() copies them back
+// (after a load). Every rank of a stats=all batch norm holds the same statistics; with
+// stats=spatial or local they differ between groups, and rank 0's are saved (as PyTorch
+// DDP saves rank 0's buffers without SyncBatchNorm).
+
+#include <vector>
+
+#include "layers/batch_norm.hpp"
+#include "models/checkpoint.hpp"
+#include "models/sequential.hpp"
+
+namespace tessera::models {
+
+class ModelBuffers {
+ public:
+  explicit ModelBuffers(Sequential<float>& model);
+
+  // Appends one slot per buffer to `content`, holding the layers' current values.
+  void add_to(CheckpointContent& content);
+  // Writes the slots' values (as a load left them) back into the layers.
+  void restore();
+
+ private:
+  struct Entry {
+    int layer;
+    layers::BatchNorm2d<float>* norm;
+    layers::Parameter<float>::View mean, var;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace tessera::models
