@@ -9,8 +9,9 @@
 // Tensor fusion (Horovod, PyTorch DDP buckets): all replicated gradients are packed into
 // one flat bucket and reduced by ONE allreduce, likewise the tiled ones — one latency per
 // step instead of one per tensor. Every rank passes the same parameters in the same order.
-// Not yet overlapped with backward (bucketing by layer as gradients become ready is the
-// next step); MPI reduces host memory, so device gradients are staged through the host.
+// GradientBuckets (grad_buckets.hpp) does the same reduction overlapped with backward, as
+// the trainer does by default; this one-shot form follows backward. MPI reduces host
+// memory, so device gradients are staged through the host.
 
 #include <mpi.h>
 

@@ -144,9 +144,17 @@ const layers::Tensor<T>& Sequential<T>::forward(const layers::Tensor<T>& x) {
 
 template <class T>
 const layers::Tensor<T>& Sequential<T>::backward(const layers::Tensor<T>& dy) {
+  return backward(dy, {});
+}
+
+template <class T>
+const layers::Tensor<T>& Sequential<T>::backward(const layers::Tensor<T>& dy,
+                                                 const std::function<void(std::size_t)>& after_layer) {
   const std::size_t last = layers_.size() - 1;
-  layers_[last]->backward(dy, gradients_[last]);
-  for (std::size_t i = last; i-- > 0;) layers_[i]->backward(gradients_[i + 1], gradients_[i]);
+  for (std::size_t i = last + 1; i-- > 0;) {
+    layers_[i]->backward(i == last ? dy : gradients_[i + 1], gradients_[i]);
+    if (after_layer) after_layer(i);
+  }
   return gradients_[0];
 }
 

@@ -19,6 +19,7 @@
 // would add the same gradient and it would be counted ph*pw times.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,10 @@ class Sequential {
   // Adds every parameter's local gradient contribution (call reduce_gradients after);
   // dy: distributed as output(), e.g. output_gradient(). Returns the gradient w.r.t. x.
   const layers::Tensor<T>& backward(const layers::Tensor<T>& dy);
+  // The same, calling after_layer(i) as soon as layer i's backward is done (its parameter
+  // gradients are then final): the hook that overlaps the gradient reduction with the
+  // layers still to run (layers::GradientBuckets).
+  const layers::Tensor<T>& backward(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer);
 
   const layers::Tensor<T>& output() const { return activations_.back(); }
   // An array distributed as output() for the loss to write the gradient into.

@@ -10,6 +10,7 @@
 
 #include "distarray/process_grid.hpp"
 #include "halo/wait_clock.hpp"
+#include "layers/grad_buckets.hpp"
 #include "layers/grad_reduce.hpp"
 #include "layers/loss/classification.hpp"
 #include "layers/loss/mse.hpp"
@@ -184,12 +185,21 @@ class Run {
 
     beat(s, "backward");
     model_.zero_grad();
-    model_.backward(model_.output_gradient());
-    Kokkos::fence();
-    beat(s, "gradient allreduce");
-    const double reduce0 = now();
-    layers::reduce_gradients(model_.parameters(), grid_);
-    m.reduce_seconds = now() - reduce0;
+    if (o_.overlap_allreduce) {
+      layers::GradientBuckets<float> buckets(grid_);
+      model_.backward(model_.output_gradient(), [&](std::size_t i) {
+        for (layers::Parameter<float>* p : model_.layer(i).params()) buckets.ready(p);
+      });
+      beat(s, "gradient allreduce");
+      m.reduce_seconds = buckets.finish();  // what backward did not hide
+    } else {
+      model_.backward(model_.output_gradient());
+      Kokkos::fence();
+      beat(s, "gradient allreduce");
+      const double reduce0 = now();
+      layers::reduce_gradients(model_.parameters(), grid_);
+      m.reduce_seconds = now() - reduce0;
+    }
     beat(s, "optimizer");
     optimizer_->step();
     m.lr = optimizer_->lr();

@@ -46,6 +46,7 @@ struct TrainerOptions {
   double noise = 0;                   // > 0: denoising of unlabelled data (input + N(0, noise^2), target = input)
   std::string precision = "fp32";
   layers::WindowedConfig halo;        // --overlap, --halo-transport
+  bool overlap_allreduce = true;      // reduce gradients in buckets during backward
   WatchdogLimits watchdog;            // floor 0: no watchdog
   bool progress = false;              // rank 0 redraws a progress line on stderr
   bool verbose = false;

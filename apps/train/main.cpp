@@ -33,6 +33,7 @@ struct AppOptions {
   models::TrainerOptions train;
   std::string config;
   std::string overlap = "on";
+  std::string overlap_allreduce = "on";
   std::string progress = "auto";
   std::string filters_png;
 };
@@ -74,6 +75,8 @@ po::options_description describe_options(AppOptions& a) {
        "auto | mpi | mpi-staged | nccl")
       ("overlap", po::value(&a.overlap)->default_value(a.overlap),
        "on | off: overlap halo exchanges with interior work")
+      ("overlap-allreduce", po::value(&a.overlap_allreduce)->default_value(a.overlap_allreduce),
+       "on | off: reduce gradients in buckets while backward runs (off: one fused allreduce after it)")
       ("watchdog", po::value(&t.watchdog.floor)->default_value(t.watchdog.floor),
        "seconds without progress after which a rank ends the job (at least; 10x the slowest step); 0: off")
       ("filters-png", po::value(&a.filters_png), "after training, draw layer 0's filters from --save into this PNG")
@@ -100,6 +103,9 @@ bool parse(int argc, char** argv, AppOptions& a, const po::options_description& 
   if (a.overlap != "on" && a.overlap != "off")
     throw std::invalid_argument("--overlap must be on or off, got '" + a.overlap + "'");
   a.train.halo.overlap = a.overlap == "on" ? layers::Overlap::on : layers::Overlap::off;
+  if (a.overlap_allreduce != "on" && a.overlap_allreduce != "off")
+    throw std::invalid_argument("--overlap-allreduce must be on or off, got '" + a.overlap_allreduce + "'");
+  a.train.overlap_allreduce = a.overlap_allreduce == "on";
   if (a.progress != "auto" && a.progress != "on" && a.progress != "off")
     throw std::invalid_argument("--progress must be auto, on or off, got '" + a.progress + "'");
   a.train.progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO) && !a.train.verbose);

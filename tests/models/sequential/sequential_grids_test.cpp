@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "distarray/gather_scatter.hpp"
+#include "layers/grad_buckets.hpp"
 #include "layers/grad_reduce.hpp"
 #include "layers/loss/cross_entropy.hpp"
 #include "layers/loss/mse.hpp"
@@ -168,6 +169,39 @@ TEST(SequentialOnGrids, GapAndStackedLinearHeadsMatchOneRank) {
                                      random_array(shape, 47));
   expect_every_grid_matches_one_rank("flatten,linear(out=8),relu,linear(out=3)", shape, labels,
                                      random_array(shape, 53));
+}
+
+// Reducing gradients in buckets during backward (GradientBuckets, tiny buckets so that
+// every layer starts its own) gives the sums one fused allreduce after backward gives:
+// replicated conv parameters over the grid, head replicas over the sample group.
+TEST(SequentialOnGrids, BucketsDuringBackwardEqualOneReductionAfter) {
+  const Shape4 shape{4, 2, 8, 8};
+  const std::vector<std::int64_t> labels{1, 0, 2, 1};
+  const HostArray<float> x = random_array(shape, 59);
+  for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+    SCOPED_TRACE(format_grid(dims));
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    Sequential<float> model("conv(out=4,k=3,pad=1),relu,gap,linear(out=6),relu,linear(out=3)", shape, grid, 5);
+    scatter(x, model.input());
+    const layers::Tensor<float>& logits = model.forward(model.input());
+    layers::cross_entropy_loss(logits, owned_labels(logits, labels), model.output_gradient());
+
+    model.zero_grad();
+    model.backward(model.output_gradient());
+    layers::reduce_gradients(model.parameters(), grid);
+    std::vector<std::vector<double>> after;
+    for (layers::Parameter<float>* p : model.parameters()) after.push_back(host_vector(p->grad));
+
+    model.zero_grad();
+    layers::GradientBuckets<float> buckets(grid, /*bucket_bytes=*/16);
+    model.backward(model.output_gradient(), [&](std::size_t i) {
+      for (layers::Parameter<float>* p : model.layer(i).params()) buckets.ready(p);
+    });
+    EXPECT_GE(buckets.finish(), 0.0);
+    const auto params = model.parameters();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      EXPECT_LE(relative_error(host_vector(params[i]->grad), after[i], 1e-6), 1e-6) << params[i]->name;
+  }
 }
 
 // Other parameters after the head would be counted once per replica: rejected on every
