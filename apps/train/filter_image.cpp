@@ -24,6 +24,7 @@ data::RgbImage render_first_layer_filters(const std::string& checkpoint, int zoo
   const std::int64_t filters = dims[0], channels = dims[1], kh = dims[2], kw = dims[3];
   const auto columns = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(filters))));
   const std::int64_t rows = (filters + columns - 1) / columns;
+  zoom = std::max<int>(zoom, static_cast<int>((48 + std::max(kh, kw) - 1) / std::max(kh, kw)));  // tiles >= 48 px
   const std::int64_t tile_h = kh * zoom, tile_w = kw * zoom, gap = 2;
   data::RgbImage image(rows * (tile_h + gap) + gap, columns * (tile_w + gap) + gap);
   std::fill(image.pixels.begin(), image.pixels.end(), std::uint8_t{255});

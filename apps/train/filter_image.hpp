@@ -10,7 +10,7 @@
 namespace tessera::train {
 
 // Reads /params/0/weight (O, C, KH, KW) from checkpoint `path` (one process) and renders it
-// with `zoom` pixels per weight. Throws std::runtime_error when the file cannot be read or
+// with `zoom` pixels per weight (more for small kernels: each tile is at least 48 pixels). Throws std::runtime_error when the file cannot be read or
 // layer 0 holds no 4-D weight.
 data::RgbImage render_first_layer_filters(const std::string& checkpoint, int zoom = 8);
 
