@@ -24,7 +24,7 @@ const std::vector<Preset>& presets() {
       {"denoise-dilated",
        [](const Shape4& input) {
          // Dilations 1-2-4-8-1 (context aggregation, Yu & Koltun 2016): a 33x33 receptive
-         // field for 41k parameters at full resolution, for megapixel images. The widest
+         // field for 39k parameters at full resolution, for megapixel images. The widest
          // window reaches 8 pixels past a tile: the halo, not the model, pays for context.
          return "conv(out=32,k=3,pad=1),relu,conv(out=32,k=3,pad=2,dilation=2),relu,"
                 "conv(out=32,k=3,pad=4,dilation=4),relu,conv(out=32,k=3,pad=8,dilation=8),relu,"
