@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "layers/activation_functions.hpp"
+#include "layers/cell_loop.hpp"
 #include "layers/layer.hpp"
 #include "layers/spec_options.hpp"
 #include "layers/windowed.hpp"
@@ -43,13 +44,6 @@ struct Backward {
   }
 };
 
-template <class View, class F>
-void for_each_cell(const char* label, const View& v, const F& f) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
-  const auto e = [&](int d) { return static_cast<std::int64_t>(v.extent(d)); };
-  Kokkos::parallel_for(label, Policy({0, 0, 0, 0}, {e(0), e(1), e(2), e(3)}), f);
-}
-
 }  // namespace activation_kernels
 
 template <class T, class Fn>
@@ -68,8 +62,8 @@ class Activation final : public Layer<T> {
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const auto xs = x.local(out);
       const auto ys = y.local(out);
-      activation_kernels::for_each_cell("tessera::activation_forward", ys,
-                                        activation_kernels::Forward<Fn, decltype(xs), decltype(ys)>{f_, xs, ys});
+      for_each_cell("tessera::activation_forward", ys,
+                    activation_kernels::Forward<Fn, decltype(xs), decltype(ys)>{f_, xs, ys});
     });
     saved_x_.emplace(x);
   }
@@ -86,9 +80,8 @@ class Activation final : public Layer<T> {
           const auto xs = x.local(window);
           const auto dys = dy.local(window);
           const auto dxs = dx.local(window);
-          activation_kernels::for_each_cell(
-              "tessera::activation_backward", dxs,
-              activation_kernels::Backward<Fn, decltype(xs), decltype(dys), decltype(dxs)>{f_, xs, dys, dxs});
+          for_each_cell("tessera::activation_backward", dxs,
+                        activation_kernels::Backward<Fn, decltype(xs), decltype(dys), decltype(dxs)>{f_, xs, dys, dxs});
         },
         [] {});
   }

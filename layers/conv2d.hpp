@@ -24,35 +24,11 @@
 #include "layers/conv_backend.hpp"
 #include "layers/layer.hpp"
 #include "layers/parameter.hpp"
+#include "layers/tensor_ref.hpp"
+#include "layers/uniform_init.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
-
-// A DistArray subview as the backend sees it.
-template <class E, class View>
-Tensor4Ref<E> tensor_ref(const View& v) {
-  auto i64 = [](std::size_t n) { return static_cast<std::int64_t>(n); };
-  return {v.data(),
-          {i64(v.extent(0)), i64(v.extent(1)), i64(v.extent(2)), i64(v.extent(3))},
-          {i64(v.stride_0()), i64(v.stride_1()), i64(v.stride_2()), i64(v.stride_3())}};
-}
-
-// PyTorch's default initialization of Conv2d (kaiming_uniform_ with a = sqrt(5)): weight
-// and bias uniform in ±1/sqrt(fan_in), fan_in = C/groups*kh*kw. Drawn on the host from a
-// splitmix64 stream of `seed`, so every rank (and every platform) draws the same numbers.
-template <class T>
-void fill_uniform(const Parameter<T>& p, double bound, std::uint64_t& state) {
-  auto host = Kokkos::create_mirror_view(p.value);
-  for (std::size_t i = 0; i < host.extent(0); ++i) {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const double unit = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
-    host(i) = static_cast<T>((2.0 * unit - 1.0) * bound);
-  }
-  Kokkos::deep_copy(p.value, host);
-}
 
 template <class T>
 class Conv2d final : public Layer<T> {

@@ -39,7 +39,6 @@
 #include <string>
 #include <vector>
 
-#include "layers/conv2d.hpp"  // fill_uniform: the shared PyTorch-style initializer
 #include "layers/group_sum.hpp"
 #include "layers/head_grid.hpp"
 #include "layers/layer.hpp"
@@ -47,6 +46,7 @@
 #include "layers/linear_kernels.hpp"
 #include "layers/linear_options.hpp"
 #include "layers/parameter.hpp"
+#include "layers/uniform_init.hpp"
 
 namespace tessera::layers {
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "distarray/box.hpp"
+#include "layers/cell_loop.hpp"
 #include "layers/pool2d_options.hpp"
 
 namespace tessera::layers::pool_kernels {
@@ -156,12 +157,6 @@ struct Backward {
     dx(n, c, ih, iw) = static_cast<typename Out::value_type>(sum);
   }
 };
-
-template <class F, class View>
-void for_each_cell(const char* label, const View& v, const F& f) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<Int>>;
-  Kokkos::parallel_for(label, Policy({0, 0, 0, 0}, {Int(v.extent(0)), Int(v.extent(1)), Int(v.extent(2)), Int(v.extent(3))}), f);
-}
 
 // Calls f(policy) with the policy of options.kind: the one switch over kinds.
 template <class F>

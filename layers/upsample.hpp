@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "layers/cell_loop.hpp"
 #include "layers/layer.hpp"
 #include "layers/spec_options.hpp"
 #include "layers/windowed.hpp"
@@ -77,13 +78,6 @@ struct Backward {
   }
 };
 
-template <class View, class F>
-void for_each_cell(const char* label, const View& v, const F& f) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<Int>>;
-  const auto e = [&](int d) { return static_cast<Int>(v.extent(d)); };
-  Kokkos::parallel_for(label, Policy({0, 0, 0, 0}, {e(0), e(1), e(2), e(3)}), f);
-}
-
 }  // namespace upsample_kernels
 
 template <class T>
@@ -115,10 +109,9 @@ class Upsample final : public Layer<T> {
       const Box window = input_window(out, shape);
       const auto xs = x.local(window);
       const auto ys = y.local(out);
-      upsample_kernels::for_each_cell(
-          "tessera::upsample_forward", ys,
-          upsample_kernels::Forward<decltype(xs), decltype(ys)>{xs, ys, s, out.lo[H], out.lo[W], window.lo[H],
-                                                                window.lo[W]});
+      for_each_cell("tessera::upsample_forward", ys,
+                    upsample_kernels::Forward<decltype(xs), decltype(ys)>{xs, ys, s, out.lo[H], out.lo[W],
+                                                                          window.lo[H], window.lo[W]});
     });
   }
 
@@ -130,10 +123,9 @@ class Upsample final : public Layer<T> {
         [&](const Box& window) {
           const auto dys = dy.owned();
           const auto dxs = dx.local(window);
-          upsample_kernels::for_each_cell(
-              "tessera::upsample_backward", dxs,
-              upsample_kernels::Backward<decltype(dys), decltype(dxs)>{dys, dxs, s, out.lo[H], out.lo[W],
-                                                                       window.lo[H], window.lo[W]});
+          for_each_cell("tessera::upsample_backward", dxs,
+                        upsample_kernels::Backward<decltype(dys), decltype(dxs)>{dys, dxs, s, out.lo[H], out.lo[W],
+                                                                                 window.lo[H], window.lo[W]});
         },
         [] {});
   }

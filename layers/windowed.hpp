@@ -43,6 +43,23 @@ inline std::pair<std::int64_t, std::int64_t> sliding_window_span(std::int64_t ou
   return {out_lo * s - before, (out_hi - 1) * s - before + (k - 1) * d + 1};
 }
 
+// The adjoint: the input span [lo, hi) along one axis that a transposed convolution reads
+// for the outputs [out_lo, out_hi), input i scattering into outputs i*s - before + j*d
+// (j < k) — so i runs from ceil((out_lo + before - (k-1)*d) / s) to
+// floor((out_hi - 1 + before) / s). Cut to the image [0, size): cells outside it are zero
+// and add nothing. Empty (lo == hi) where no input reaches the outputs: the gaps between a
+// stride's taps, or rows that only output padding adds. Both ends grow monotonically with
+// the outputs, as interior_outputs needs. Used by deconv.
+inline std::pair<std::int64_t, std::int64_t> transposed_window_span(std::int64_t out_lo, std::int64_t out_hi,
+                                                                    std::int64_t k, std::int64_t s, std::int64_t d,
+                                                                    std::int64_t before, std::int64_t size) {
+  const auto floor_div = [](std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  const std::int64_t lo = -floor_div(-(out_lo + before - (k - 1) * d), s);
+  const std::int64_t hi = floor_div(out_hi - 1 + before, s) + 1;
+  const std::int64_t first = std::clamp<std::int64_t>(lo, 0, size);
+  return {first, std::clamp<std::int64_t>(hi, first, size)};
+}
+
 template <class T>
 halo::WindowRule window_rule(const Layer<T>& layer, const Shape4& input_shape) {
   return [&layer, input_shape, output_shape = layer.output_shape(input_shape)](const Distribution& input, int rank) {

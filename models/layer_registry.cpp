@@ -6,6 +6,7 @@
 #include "layers/activation.hpp"
 #include "layers/batch_norm.hpp"
 #include "layers/conv2d.hpp"
+#include "layers/deconv2d.hpp"
 #include "layers/flatten.hpp"
 #include "layers/global_avg_pool.hpp"
 #include "layers/linear.hpp"
@@ -61,6 +62,9 @@ LayerRecipe head(LayerRecipe::Factory make) {
 void add_builtins(LayerRegistry& r) {
   r.add("conv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
           return std::make_unique<layers::Conv2d<float>>(layers::Conv2dOptions::parse(o), in[C], seed);
+        }));
+  r.add("deconv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
+          return std::make_unique<layers::Deconv2d<float>>(layers::Deconv2dOptions::parse(o), in[C], seed);
         }));
   r.add("batchnorm", batch_norm());
   for (const char* kind : {"relu", "leakyrelu", "sigmoid", "tanh"}) r.add(kind, activation(kind));

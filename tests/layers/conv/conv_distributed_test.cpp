@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "conv_test_support.hpp"
+#include "tests/layers/support/broadcast.hpp"
 #include "tests/support/grid_cases.hpp"
 
 namespace tessera::layers::testing {
@@ -18,14 +19,6 @@ std::vector<GridDims> grids_that_fit(int samples) {
   for (const GridDims& g : tessera::testing::all_grids(tessera::testing::world_size()))
     if (g[0] <= samples) grids.push_back(g);
   return grids;
-}
-
-// Makes the one-rank values known on every rank (they are computed on rank 0 only).
-void broadcast(std::vector<float>& v) {
-  int n = static_cast<int>(v.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  v.resize(static_cast<std::size_t>(n));
-  MPI_Bcast(v.data(), n, MPI_FLOAT, 0, MPI_COMM_WORLD);
 }
 
 class ConvOnGrids : public ::testing::TestWithParam<ConvCase> {};

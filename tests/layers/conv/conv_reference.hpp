@@ -45,6 +45,27 @@ inline double error_against(const std::vector<float>& got, const std::vector<dou
   return got.size() == want.size() ? relative_error(got.data(), want.data(), want.size()) : INFINITY;
 }
 
+// Every cell of channel c holds b[c] (zero when b is empty): a bias before the taps add in.
+inline Dense bias_filled(const Shape4& shape, const std::vector<double>& b) {
+  Dense y(shape);
+  for (std::int64_t n = 0; n < shape[0]; ++n)
+    for (std::int64_t c = 0; c < shape[1]; ++c)
+      for (std::int64_t h = 0; h < shape[2]; ++h)
+        for (std::int64_t w = 0; w < shape[3]; ++w) y(n, c, h, w) = b.empty() ? 0.0 : b[static_cast<std::size_t>(c)];
+  return y;
+}
+
+// Per channel, the sum over samples and positions: a bias gradient.
+inline std::vector<double> channel_sums(Dense& a) {
+  std::vector<double> sums(static_cast<std::size_t>(a.shape[1]));
+  const Shape4 s = a.shape;
+  for (std::int64_t n = 0; n < s[0]; ++n)
+    for (std::int64_t c = 0; c < s[1]; ++c)
+      for (std::int64_t h = 0; h < s[2]; ++h)
+        for (std::int64_t w = 0; w < s[3]; ++w) sums[static_cast<std::size_t>(c)] += a(n, c, h, w);
+  return sums;
+}
+
 struct ReferenceConv {
   Conv2dOptions o;
   Shape4 x_shape;
@@ -77,12 +98,7 @@ struct ReferenceConv {
   }
 
   Dense forward(Dense& x, Dense& w, const std::vector<double>& b) const {
-    Dense y(y_shape());
-    const Shape4 ys = y.shape;
-    for (std::int64_t n = 0; n < ys[0]; ++n)
-      for (std::int64_t oc = 0; oc < ys[1]; ++oc)
-        for (std::int64_t oh = 0; oh < ys[2]; ++oh)
-          for (std::int64_t ow = 0; ow < ys[3]; ++ow) y(n, oc, oh, ow) = b.empty() ? 0.0 : b[static_cast<std::size_t>(oc)];
+    Dense y = bias_filled(y_shape(), b);
     for_each_tap([&](auto n, auto oc, auto oh, auto ow, auto ic, auto ih, auto iw, auto k, auto i, auto j) {
       y(n, oc, oh, ow) += w(oc, k, i, j) * x(n, ic, ih, iw);
     });
@@ -105,15 +121,7 @@ struct ReferenceConv {
     return dw;
   }
 
-  std::vector<double> bias_gradient(Dense& dy) const {
-    std::vector<double> db(static_cast<std::size_t>(o.out));
-    const Shape4 s = dy.shape;
-    for (std::int64_t n = 0; n < s[0]; ++n)
-      for (std::int64_t oc = 0; oc < s[1]; ++oc)
-        for (std::int64_t oh = 0; oh < s[2]; ++oh)
-          for (std::int64_t ow = 0; ow < s[3]; ++ow) db[static_cast<std::size_t>(oc)] += dy(n, oc, oh, ow);
-    return db;
-  }
+  std::vector<double> bias_gradient(Dense& dy) const { return channel_sums(dy); }
 };
 
 }  // namespace tessera::layers::testing

@@ -43,30 +43,9 @@ TEST_P(ConvAgainstReference, ForwardAndGradientsMatch) {
 INSTANTIATE_TEST_SUITE_P(Configurations, ConvAgainstReference, ::testing::ValuesIn(conv_cases()),
                          [](const auto& info) { return info.param.name; });
 
-// L(x, w, b) = sum(conv(x) * r) in double; conv is linear in each argument, so a central
-// difference is exact up to fp32 rounding of y.
-double probe_loss(const ProcessGrid& grid, Conv2d<float>& conv, const HostArray<float>& x, const HostArray<float>& r) {
-  const Shape4 shape{static_cast<std::int64_t>(x.extent(0)), static_cast<std::int64_t>(x.extent(1)),
-                     static_cast<std::int64_t>(x.extent(2)), static_cast<std::int64_t>(x.extent(3))};
-  Tensor<float> xt = make_input(grid, shape, conv);
-  Tensor<float> yt = make_output(grid, shape, conv);
-  scatter(x, xt);
-  conv.forward(xt, yt);
-  const HostArray<float> y = gather(yt);
-  double loss = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) loss += static_cast<double>(y.data()[i]) * r.data()[i];
-  return loss;
-}
-
-// Nudges element i of a 1-D parameter view by delta.
-void nudge(const Parameter<float>::View& v, std::size_t i, float delta) {
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  host(i) += delta;
-  Kokkos::deep_copy(v, host);
-}
-
 // Finite differences of L = sum(y * r) agree with backward's dx, dW and db on a tiny strided,
-// padded case (fp32 kernels: step 1e-2, tolerance 2e-3 of the gradient's scale).
+// padded case (fp32 kernels: step 1e-2, tolerance 2e-3 of the gradient's scale). conv is
+// linear in each argument, so a central difference is exact up to fp32 rounding of y.
 TEST(ConvGradient, FiniteDifferencesMatchBackward) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const Shape4 shape{1, 2, 6, 5};
@@ -89,20 +68,20 @@ TEST(ConvGradient, FiniteDifferencesMatchBackward) {
   for (std::size_t i = 0; i < x.size(); i += 7) {
     const float saved = x.data()[i];
     x.data()[i] = saved + h;
-    const double up = probe_loss(self, conv, x, r);
+    const double up = probe_loss(self, conv, shape, x, r);
     x.data()[i] = saved - h;
-    const double down = probe_loss(self, conv, x, r);
+    const double down = probe_loss(self, conv, shape, x, r);
     x.data()[i] = saved;
     EXPECT_NEAR((up - down) / (2 * h), dx.data()[i], tolerance) << "dx element " << i;
   }
   for (Parameter<float>* p : conv.params()) {
     const std::vector<float> grad = to_host_vector(p->grad);
     for (std::size_t i = 0; i < grad.size(); i += 5) {
-      nudge(p->value, i, h);
-      const double up = probe_loss(self, conv, x, r);
-      nudge(p->value, i, -2 * h);
-      const double down = probe_loss(self, conv, x, r);
-      nudge(p->value, i, h);
+      nudge(*p, i, h);
+      const double up = probe_loss(self, conv, shape, x, r);
+      nudge(*p, i, -2 * h);
+      const double down = probe_loss(self, conv, shape, x, r);
+      nudge(*p, i, h);
       EXPECT_NEAR((up - down) / (2 * h), grad[i], tolerance) << p->name << " element " << i;
     }
   }

@@ -68,18 +68,20 @@ struct ConvStep {
   std::vector<float> weight, bias, dweight, dbias;
 };
 
-// Runs forward(x) and backward(dy) of a fresh Conv2d (seeded alike on every grid) on
-// `grid`; x and dy are global arrays that matter on rank 0 of the grid only.
-inline ConvStep run_conv_step(const ProcessGrid& grid, const Conv2dOptions& options, const Shape4& input,
-                              const HostArray<float>& x_global, const HostArray<float>& dy_global) {
-  Conv2d<float> conv(options, input[C], /*seed=*/2024);
-  for (Parameter<float>* p : conv.params()) p->zero_grad();
-  const LayerStep<float> run = run_layer_step(grid, conv, input, x_global, dy_global);
-  reduce_gradients(conv.params(), grid);
+// Runs forward(x) and backward(dy) of a fresh convolution-like layer — ConvLayer(options,
+// in_channels, seed) with params() {weight, optional bias}: conv, deconv — seeded alike on
+// every grid, on `grid`; x and dy are global arrays that matter on rank 0 of the grid only.
+template <class ConvLayer, class Options>
+ConvStep run_weighted_step(const ProcessGrid& grid, const Options& options, const Shape4& input,
+                           const HostArray<float>& x_global, const HostArray<float>& dy_global) {
+  ConvLayer layer(options, input[C], /*seed=*/2024);
+  for (Parameter<float>* p : layer.params()) p->zero_grad();
+  const LayerStep<float> run = run_layer_step(grid, layer, input, x_global, dy_global);
+  reduce_gradients(layer.params(), grid);
   ConvStep step;
   step.y = run.y;
   step.dx = run.dx;
-  const auto params = conv.params();
+  const auto params = layer.params();
   step.weight = to_host_vector(params[0]->value);
   step.dweight = to_host_vector(params[0]->grad);
   if (params.size() > 1) {
@@ -89,5 +91,9 @@ inline ConvStep run_conv_step(const ProcessGrid& grid, const Conv2dOptions& opti
   return step;
 }
 
+inline ConvStep run_conv_step(const ProcessGrid& grid, const Conv2dOptions& options, const Shape4& input,
+                              const HostArray<float>& x_global, const HostArray<float>& dy_global) {
+  return run_weighted_step<Conv2d<float>>(grid, options, input, x_global, dy_global);
+}
 
 }  // namespace tessera::layers::testing

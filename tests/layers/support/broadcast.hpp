@@ -17,4 +17,11 @@ inline void broadcast(std::vector<double>& v) {
   MPI_Bcast(v.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 }
 
+inline void broadcast(std::vector<float>& v) {
+  int n = static_cast<int>(v.size());
+  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  v.resize(static_cast<std::size_t>(n));
+  MPI_Bcast(v.data(), n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+}
+
 }  // namespace tessera::layers::testing

@@ -1,7 +1,7 @@
 // Whole models on every process grid the rank count allows (pn <= 2): the loss, the
 // logits or output, the input gradient and every reduced parameter gradient equal the
 // one-rank result (rank 0 alone on MPI_COMM_SELF) within 1e-5 relative — fashion-cnn with
-// cross-entropy on its head grid, and an all-conv net with MSE.
+// cross-entropy on its head grid, and all-conv nets (one with transposed convs) with MSE.
 #include <gtest/gtest.h>
 
 #include <mpi.h>
@@ -153,6 +153,18 @@ TEST(SequentialOnGrids, AllConvMseMatchesOneRank) {
       "conv(out=4,k=3,pad=1),relu,conv(out=4,k=3,pad=1,stride=2),tanh,upsample(scale=2),conv(out=2,k=3,pad=1)";
   const Shape4 shape{2, 2, 12, 10};
   expect_every_grid_matches_one_rank(spec, shape, {}, random_array(shape, 41));
+}
+
+// A U-Net-like encoder/decoder: a strided conv halves the image, a transposed conv brings it
+// back — k=4, stride 2, pad 1 and k=3, stride 2, pad 1, out_pad 1 double 6x5 to 12x10;
+// k=3, stride 2, pad 1 gives 2H-1, restoring the odd 13x11 the conv made 7x6.
+TEST(SequentialOnGrids, ConvDownDeconvUpMatchesOneRank) {
+  const std::string down = "conv(out=4,k=3,pad=1,stride=2),relu,";
+  const Shape4 even{2, 2, 12, 10}, odd{2, 2, 13, 11};
+  expect_every_grid_matches_one_rank(down + "deconv(out=2,k=4,stride=2,pad=1)", even, {}, random_array(even, 59));
+  expect_every_grid_matches_one_rank(down + "deconv(out=2,k=3,stride=2,pad=1,out_pad=1)", even, {},
+                                     random_array(even, 61));
+  expect_every_grid_matches_one_rank(down + "deconv(out=2,k=3,stride=2,pad=1)", odd, {}, random_array(odd, 67));
 }
 
 TEST(SequentialOnGrids, DenoiserMatchesOneRank) {

@@ -67,7 +67,9 @@ TEST(SpecParser, MalformedTextNamesThePosition) {
 // Options each layer needs to be built (the rest take none).
 std::string options_for(const std::string& name) {
   static const std::map<std::string, std::string> required{
-      {"conv", "out=2,k=3,pad=1"}, {"maxpool", "k=2"}, {"avgpool", "k=2"}, {"l2pool", "k=2"}, {"linear", "out=3"}};
+      {"conv", "out=2,k=3,pad=1"}, {"deconv", "out=2,k=4,stride=2,pad=1"},
+      {"maxpool", "k=2"},          {"avgpool", "k=2"},
+      {"l2pool", "k=2"},           {"linear", "out=3"}};
   const auto it = required.find(name);
   return it == required.end() ? "" : it->second;
 }
@@ -84,15 +86,15 @@ TEST(LayerRegistry, EveryRegisteredLayerBuildsFromItsSpec) {
 }
 
 TEST(LayerRegistry, CoversTheBuiltInLayers) {
-  for (const char* name : {"conv", "batchnorm", "relu", "leakyrelu", "sigmoid", "tanh", "maxpool", "avgpool",
-                           "l2pool", "flatten", "linear", "gap", "upsample"})
+  for (const char* name : {"conv", "deconv", "batchnorm", "relu", "leakyrelu", "sigmoid", "tanh", "maxpool",
+                           "avgpool", "l2pool", "flatten", "linear", "gap", "upsample"})
     EXPECT_TRUE(LayerRegistry::global().contains(name)) << name;
 }
 
 TEST(LayerRegistry, UnknownNameListsTheKnownOnes) {
   const std::string message = error_of([] { LayerRegistry::global().find("convolution"); });
   EXPECT_NE(message.find("\"convolution\""), std::string::npos) << message;
-  EXPECT_NE(message.find("conv, flatten"), std::string::npos) << message;
+  EXPECT_NE(message.find("conv, deconv, flatten"), std::string::npos) << message;
 }
 
 TEST(LayerRegistry, CustomLayerIsOneAdd) {

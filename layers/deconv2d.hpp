@@ -1,0 +1,282 @@
+#pragma once
+// Deconv2d: a 2-D transposed convolution (spec name "deconv"), PyTorch's nn.ConvTranspose2d
+// with groups=1, on spatially tiled NCHW activations.
+//
+// Input cell i scatters into the outputs o = i*s - pad_top + j*d (taps j < k), so the output
+// has (H-1)*s - pad_top - pad_bottom + d*(k-1) + out_pad + 1 rows. Its window: output rows
+// [o0, o1) read input rows [ceil((o0 + pad_top - d*(k-1)) / s), floor((o1-1 + pad_top) / s) + 1)
+// cut to the image (transposed_window_span in windowed.hpp), likewise columns; every input
+// channel; the same samples.
+//
+// Why the convolution backend and not a deconvolution primitive: a transposed convolution
+// *is* the data gradient of the convolution with the same kernel, stride and dilation read
+// the other way, and PyTorch's weight (C_in, C_out, kh, kw) is exactly that convolution's
+// OIHW filter. So forward is ConvBackend::backward_data, backward data is
+// ConvBackend::forward, and dW is ConvBackend::backward_weights with the roles of x and dy
+// swapped: on cuDNN the calls it has for this (it has no deconvolution API), on oneDNN what
+// its own deconvolution primitive does inside (a convolution backward-data with permuted
+// weights). One interface, with its per-shape caches and workspace, and no second backend
+// to keep alike across CPU and GPU.
+//
+// The backend sees only valid (unpadded) convolutions. The valid transposed convolution of
+// a window writes the "full" output rows [lo*s - pad_top, (hi-1)*s - pad_top + d*(k-1) + 1):
+// the output box plus up to d*(k-1) rows either side — or less than the box where no input
+// reaches (a stride longer than the kernel's span, out_pad). So forward writes the full rows
+// into scratch and a kernel crops the box out of them, adding the bias (cells the full span
+// misses get the bias alone); backward embeds the owned dy, zero elsewhere, into full-size
+// scratch, whose valid convolution is dx over the window and which pairs with x's window
+// for dW. The scratch is one buffer per layer, grown on demand.
+//
+// Backward follows Windowed: dx over the whole window from the owned dy, then the
+// accumulate exchange adds the halo part at its owners — no halo of dy. Weight and bias are
+// replicated: backward adds this rank's partial gradients, reduce_gradients() sums them.
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "layers/cell_loop.hpp"
+#include "layers/conv_backend.hpp"
+#include "layers/deconv2d_options.hpp"
+#include "layers/layer.hpp"
+#include "layers/parameter.hpp"
+#include "layers/tensor_ref.hpp"
+#include "layers/uniform_init.hpp"
+#include "layers/windowed.hpp"
+
+namespace tessera::layers {
+
+namespace deconv_kernels {
+
+using Int = std::int64_t;
+
+// y over an output box from the full transposed output of its window, plus the bias.
+template <class Full, class Out, class Bias>
+struct Crop {
+  Full full;
+  Out y;
+  Bias bias;                 // extent 0: no bias
+  Int row_shift, col_shift;  // full's row / column of y's (0, 0) (may be negative)
+  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w) const {
+    const Int r = h + row_shift, q = w + col_shift;
+    typename Out::value_type v = bias.extent(0) ? bias(c) : 0;
+    if (r >= 0 && r < Int(full.extent(2)) && q >= 0 && q < Int(full.extent(3))) v += full(n, c, r, q);
+    y(n, c, h, w) = v;
+  }
+};
+
+// full = dy where dy has cells, zero elsewhere: every cell of full is written.
+template <class Grad, class Full>
+struct Embed {
+  Grad dy;
+  Full full;
+  Int row_shift, col_shift;  // dy's row / column of full's (0, 0) (may be negative)
+  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w) const {
+    const Int r = h + row_shift, q = w + col_shift;
+    const bool inside = r >= 0 && r < Int(dy.extent(2)) && q >= 0 && q < Int(dy.extent(3));
+    full(n, c, h, w) = inside ? dy(n, c, r, q) : 0;
+  }
+};
+
+// sums(c) += the sum of dy(n, c, h, w) over n, h, w, in double: one team per channel.
+template <class Grad, class Sums>
+struct AddChannelSums {
+  Grad dy;
+  Sums sums;
+  using Team = Kokkos::TeamPolicy<>::member_type;
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const Int c = team.league_rank();
+    const Int rows = Int(dy.extent(2)), cols = Int(dy.extent(3));
+    double total = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, Int(dy.extent(0)) * rows * cols),
+        [&](const Int i, double& s) {
+          s += static_cast<double>(dy(i / (rows * cols), c, (i / cols) % rows, i % cols));
+        },
+        total);
+    Kokkos::single(Kokkos::PerTeam(team), [&] { sums(c) += static_cast<typename Sums::value_type>(total); });
+  }
+};
+
+template <class Grad, class Sums>
+void add_channel_sums(const Grad& dy, const Sums& sums) {
+  const Kokkos::TeamPolicy<> one_team_per_channel(static_cast<int>(sums.extent(0)), Kokkos::AUTO);
+  Kokkos::parallel_for("tessera::deconv_bias_gradient", one_team_per_channel, AddChannelSums<Grad, Sums>{dy, sums});
+}
+
+}  // namespace deconv_kernels
+
+template <class T>
+class Deconv2d final : public Layer<T> {
+  static_assert(std::is_same_v<T, float>, "Deconv2d: the convolution libraries (oneDNN has no f64 conv) run fp32");
+
+  using MemorySpace = Kokkos::DefaultExecutionSpace::memory_space;
+  using Scratch = Kokkos::View<T****, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+ public:
+  // Throws std::invalid_argument for invalid options or in_channels < 1.
+  Deconv2d(const Deconv2dOptions& options, std::int64_t in_channels, std::uint64_t seed)
+      : options_(options), in_channels_(in_channels), backend_(make_conv_backend()), windowed_(options.windowed) {
+    options_.validate();
+    if (in_channels_ < 1)
+      throw std::invalid_argument("deconv(" + options_.to_spec() + "): in_channels=" + std::to_string(in_channels_) +
+                                  " must be >= 1");
+    weight_ = Parameter<T>("weight", {in_channels_, options_.out, options_.kh, options_.kw}, "deconv");
+    // PyTorch's fan_in of a ConvTranspose2d weight: its second extent (out) times the kernel.
+    const double bound = 1.0 / std::sqrt(static_cast<double>(options_.out * options_.kh * options_.kw));
+    std::uint64_t state = seed;
+    fill_uniform(weight_, bound, state);
+    if (options_.bias == Bias::with) {
+      bias_.emplace("bias", std::vector<std::int64_t>{options_.out}, "deconv");
+      fill_uniform(*bias_, bound, state);
+    }
+  }
+
+  std::string kind() const override { return "deconv"; }
+  std::string options() const override { return options_.to_spec(); }
+  const Deconv2dOptions& deconv_options() const { return options_; }
+  std::int64_t in_channels() const { return in_channels_; }
+
+  Shape4 output_shape(const Shape4& input) const override {
+    if (input[C] != in_channels_)
+      throw std::invalid_argument("deconv(" + options() + "): input has " + std::to_string(input[C]) +
+                                  " channels, the layer was made for " + std::to_string(in_channels_));
+    const Deconv2dOptions& o = options_;
+    // The rows the input spreads over before padding cuts them (out_pad included).
+    const std::int64_t spread_h = (input[H] - 1) * o.sh + o.dh * (o.kh - 1) + o.out_pad_h + 1;
+    const std::int64_t spread_w = (input[W] - 1) * o.sw + o.dw * (o.kw - 1) + o.out_pad_w + 1;
+    const std::int64_t cut_h = o.pad.top + o.pad.bottom, cut_w = o.pad.left + o.pad.right;
+    if (cut_h >= spread_h || cut_w >= spread_w)
+      throw std::invalid_argument("deconv(" + options() + "): a " + std::to_string(input[H]) + "x" +
+                                  std::to_string(input[W]) + " input spreads over " + std::to_string(spread_h) + "x" +
+                                  std::to_string(spread_w) + " cells, which padding of " + std::to_string(cut_h) +
+                                  "x" + std::to_string(cut_w) + " cuts away entirely");
+    return {input[N], o.out, spread_h - cut_h, spread_w - cut_w};
+  }
+
+  Box input_window(const Box& output, const Shape4& input) const override {
+    const Deconv2dOptions& o = options_;
+    Box w;
+    w.lo[N] = output.lo[N], w.hi[N] = output.hi[N];
+    w.lo[C] = 0, w.hi[C] = input[C];
+    std::tie(w.lo[H], w.hi[H]) =
+        transposed_window_span(output.lo[H], output.hi[H], o.kh, o.sh, o.dh, o.pad.top, input[H]);
+    std::tie(w.lo[W], w.hi[W]) =
+        transposed_window_span(output.lo[W], output.hi[W], o.kw, o.sw, o.dw, o.pad.left, input[W]);
+    return w;
+  }
+
+  // x must be allocated with make_input(grid, shape, *this); it is kept (by reference to
+  // its storage) for backward's weight gradient, so leave it unchanged until then.
+  void forward(const Tensor<T>& x, const Tensor<T>& y) override {
+    const Shape4& shape = x.distribution().global_shape();
+    windowed_.forward(*this, x, y, [&](const Box& out) { forward_box(x, y, out, input_window(out, shape)); });
+    saved_x_.emplace(x);
+  }
+
+  // dx must be allocated like x (make_input). Adds the local dW, db into the gradients.
+  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
+    if (!saved_x_) throw std::logic_error("deconv(" + options() + "): backward() before forward()");
+    const Tensor<T>& x = *saved_x_;
+    if (!(dx.distribution() == x.distribution()))
+      throw std::invalid_argument("deconv(" + options() + "): dx is " + dx.distribution().describe() +
+                                  " but forward's x was " + x.distribution().describe());
+    const ConvGeometry g = options_.geometry();
+    const Box window = input_window(dy.owned_box(), x.distribution().global_shape());
+    // Both gradients read dy over the full transposed span of the window.
+    std::optional<Scratch> full_dy;
+    if (!window.empty()) full_dy = embed(dy, full_span(window));
+    windowed_.backward(
+        *this, dy, dx,
+        [&](const Box& w) {
+          if (full_dy)
+            backend_->forward(g, tensor_ref<const T>(*full_dy), weight_.value.data(), nullptr,
+                              tensor_ref<T>(dx.local(w)));
+        },
+        [&] {
+          if (full_dy)
+            backend_->backward_weights(g, tensor_ref<const T>(*full_dy), tensor_ref<const T>(x.local(window)),
+                                       weight_.grad.data(), nullptr);
+          if (bias_) deconv_kernels::add_channel_sums(dy.owned(), bias_->grad);
+        });
+  }
+
+  std::vector<Parameter<T>*> params() override {
+    std::vector<Parameter<T>*> p{&weight_};
+    if (bias_) p.push_back(&*bias_);
+    return p;
+  }
+
+ private:
+  // The output cells the valid transposed convolution of a (non-empty) window writes:
+  // its samples, every output channel, rows [lo*s - pad_top, (hi-1)*s - pad_top + d*(k-1) + 1).
+  Box full_span(const Box& window) const {
+    const Deconv2dOptions& o = options_;
+    Box f = window;
+    f.lo[C] = 0, f.hi[C] = o.out;
+    f.lo[H] = window.lo[H] * o.sh - o.pad.top;
+    f.hi[H] = (window.hi[H] - 1) * o.sh - o.pad.top + o.dh * (o.kh - 1) + 1;
+    f.lo[W] = window.lo[W] * o.sw - o.pad.left;
+    f.hi[W] = (window.hi[W] - 1) * o.sw - o.pad.left + o.dw * (o.kw - 1) + 1;
+    return f;
+  }
+
+  // y over `out` from x over its window (empty where no input reaches: bias alone).
+  void forward_box(const Tensor<T>& x, const Tensor<T>& y, const Box& out, const Box& window) {
+    if (out.empty()) return;
+    Box full;  // empty: the crop reads nothing
+    Scratch values;
+    if (!window.empty()) {
+      full = full_span(window);
+      values = scratch(full.shape());
+      backend_->backward_data(options_.geometry(), tensor_ref<const T>(x.local(window)), weight_.value.data(),
+                              tensor_ref<T>(values));
+    }
+    const auto ys = y.local(out);
+    const typename Parameter<T>::View bias = bias_ ? bias_->value : typename Parameter<T>::View();
+    for_each_cell("tessera::deconv_crop", ys,
+                  deconv_kernels::Crop<Scratch, decltype(ys), typename Parameter<T>::View>{
+                      values, ys, bias, out.lo[H] - full.lo[H], out.lo[W] - full.lo[W]});
+  }
+
+  // The owned dy over `full` (zero outside the owned box), in scratch.
+  Scratch embed(const Tensor<T>& dy, const Box& full) {
+    const Scratch values = scratch(full.shape());
+    const auto dys = dy.owned();
+    const Box owned = dy.owned_box();
+    for_each_cell("tessera::deconv_embed", values,
+                  deconv_kernels::Embed<decltype(dys), Scratch>{dys, values, full.lo[H] - owned.lo[H],
+                                                                full.lo[W] - owned.lo[W]});
+    return values;
+  }
+
+  // A dense view of `shape` over the layer's scratch buffer, grown (never shrunk) to fit.
+  // Earlier kernels on the buffer are ordered before later ones (one stream, or host
+  // OpenMP), and growing frees the old buffer only after the device is idle.
+  Scratch scratch(const Shape4& shape) {
+    const auto count = static_cast<std::size_t>(shape[0] * shape[1] * shape[2] * shape[3]);
+    if (count > buffer_.extent(0))
+      buffer_ = Kokkos::View<T*, MemorySpace>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::deconv_scratch"), count);
+    return Scratch(buffer_.data(), shape[0], shape[1], shape[2], shape[3]);
+  }
+
+  Deconv2dOptions options_;
+  std::int64_t in_channels_;
+  Parameter<T> weight_;
+  std::optional<Parameter<T>> bias_;
+  std::unique_ptr<ConvBackend> backend_;
+  Windowed<T> windowed_;
+  std::optional<Tensor<T>> saved_x_;
+  Kokkos::View<T*, MemorySpace> buffer_;
+};
+
+}  // namespace tessera::layers
