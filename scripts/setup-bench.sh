@@ -20,9 +20,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib/common.sh"
 
 case "${1:-}" in
-  -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
 esac
-venv="${1:-${TESSERA_BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera/bench-venv}}"
+venv="${1:-$(bench_venv_default)}"
 torch_version="${TESSERA_TORCH_VERSION:-2.15.0}"
 python="$venv/bin/python"
 

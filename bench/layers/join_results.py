@@ -4,8 +4,8 @@
     join_results.py TESSERA_TSV TORCH_TSV [--markdown]
 
 Prints one row per case: input, spec, Tessera forward / backward / total ms, PyTorch total
-ms and the ratio tessera/torch (> 1: Tessera slower). A case either side skipped or failed
-shows that side's note instead of a number. Exits non-zero if the two files list different
+ms, the ratio tessera/torch (> 1: Tessera slower) and a note for a side that skipped or
+failed the case (its numbers are then "-"). Exits non-zero if the two files list different
 cases (they read the same case list, so this means they were run on different lists).
 """
 
@@ -33,30 +33,31 @@ def main():
         if not o or not t or (o["input"], o["spec"]) != (t["input"], t["spec"]):
             sys.exit(f"case {key} differs between {a.tessera} and {a.torch}: were they run on the same case list?")
 
-    header = ["#", "input", "spec", "tessera fwd", "tessera bwd", "tessera ms", "torch ms", "tessera/torch"]
+    header = ["#", "input", "spec", "tessera fwd", "tessera bwd", "tessera ms", "torch ms", "tessera/torch", "note"]
     rows = []
     for key in sorted(ours, key=int):
         o, t = ours[key], theirs[key]
+        ok_o, ok_t = o["status"] == "ok", t["status"] == "ok"
+        ms = lambda row, col: f"{float(row[col]):.2f}"
         cells = [key, o["input"], o["spec"]]
-        if o["status"] == "ok":
-            cells += [f"{float(o['forward_ms']):.2f}", f"{float(o['backward_ms']):.2f}", f"{float(o['total_ms']):.2f}"]
-        else:
-            cells += ["", "", f"{o['status']}: {o['note']}"]
-        cells.append(f"{float(t['total_ms']):.2f}" if t["status"] == "ok" else f"{t['status']}: {t['note']}")
-        both = o["status"] == t["status"] == "ok" and float(t["total_ms"]) > 0
-        cells.append(f"{float(o['total_ms']) / float(t['total_ms']):.2f}" if both else "")
+        cells += [ms(o, "forward_ms"), ms(o, "backward_ms"), ms(o, "total_ms")] if ok_o else ["-", "-", "-"]
+        cells.append(ms(t, "total_ms") if ok_t else "-")
+        both = ok_o and ok_t and float(t["total_ms"]) > 0
+        cells.append(f"{float(o['total_ms']) / float(t['total_ms']):.2f}" if both else "-")
+        notes = [f"{side}: {row['status']}: {row['note']}" for side, row in (("tessera", o), ("torch", t))
+                 if row["status"] != "ok"]
+        cells.append("; ".join(notes))
         rows.append(cells)
 
     if a.markdown:
         print("| " + " | ".join(header) + " |")
-        print("|" + "|".join("---:" if i >= 3 else "---" for i in range(len(header))) + "|")
+        print("|" + "|".join("---:" if 3 <= i < 8 else "---" for i in range(len(header))) + "|")
         for cells in rows:
             print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         return 0
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    widths = [min(w, 40) for w in widths]
     for cells in [header] + rows:
-        print("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
+        print("  ".join(c.rjust(w) if 3 <= i < 8 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
     return 0
 
 
