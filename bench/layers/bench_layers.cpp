@@ -3,7 +3,8 @@
 // is built through the public API exactly as a model would be: a Sequential of its spec on
 // the default process grid, input and output gradient random, parameters from seed 1.
 //
-//   bench_layers [--cases FILE] [--warmup N] [--repeats N] [--format table|tsv] [--list]
+//   bench_layers [--cases FILE] [--case I,J,...] [--warmup N] [--repeats N]
+//                [--format table|tsv] [--list]
 //
 // --format tsv: '#' lines describing the run, then a header and one tab-separated row per
 // case (bench/layers/join_results.py reads it). Times are milliseconds, the median over repeats of the slowest rank; "total" is the
@@ -16,6 +17,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
@@ -26,6 +28,7 @@
 #include "bench/layers/step_timing.hpp"
 #include "distarray/gather_scatter.hpp"
 #include "distarray/runtime.hpp"
+#include "models/presets.hpp"
 #include "models/sequential.hpp"
 
 namespace {
@@ -37,13 +40,14 @@ struct Options {
   std::string cases = TESSERA_BENCH_LAYERS_CASES;  // the source tree's cases.txt
   int warmup = 2;
   int repeats = 10;
+  std::vector<int> only;  // case numbers (1-based) to run; empty: all
   bool tsv = false;
   bool list = false;
   bool help = false;
 };
 
 const char* const kUsage =
-    "usage: bench_layers [--cases FILE] [--warmup N] [--repeats N] [--format table|tsv] [--list]\n";
+    "usage: bench_layers [--cases FILE] [--case I,J,...] [--warmup N] [--repeats N] [--format table|tsv] [--list]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -61,6 +65,11 @@ Options parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--cases") {
       o.cases = value;
+    } else if (flag == "--case") {
+      for (std::size_t pos = 0, end = 0; end != std::string::npos; pos = end + 1) {
+        end = value.find(',', pos);
+        o.only.push_back(bench::positive_int(value.substr(pos, end - pos), "--case"));
+      }
     } else if (flag == "--warmup") {
       o.warmup = bench::non_negative_int(value, "--warmup");
     } else if (flag == "--repeats") {
@@ -83,9 +92,10 @@ struct Result {
   std::string note;  // why skipped or failed; the output shape when timed
 };
 
-// The first layer name of `spec` this build does not register, or "" when it knows all.
-std::string unknown_layer(const std::string& spec) {
-  for (const models::SpecEntry& e : models::parse_spec(spec))
+// The first layer name of `spec` (or of the preset it names) this build does not register,
+// or "" when it knows all.
+std::string unknown_layer(const std::string& spec, const Shape4& input) {
+  for (const models::SpecEntry& e : models::parse_spec(models::resolve_model(spec, input)))
     if (!models::LayerRegistry::global().contains(e.name)) return e.name;
   return "";
 }
@@ -102,7 +112,7 @@ HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
 Result time_case(const LayerCase& c, const ProcessGrid& grid, const Options& o) {
   Result r;
   try {
-    if (const std::string name = unknown_layer(c.spec); !name.empty()) {
+    if (const std::string name = unknown_layer(c.spec, c.input); !name.empty()) {
       r.outcome = Outcome::skip;
       r.note = "no layer '" + name + "' in this build";
       return r;
@@ -174,9 +184,15 @@ int run(const tessera::Runtime& runtime, const Options& o) {
   if (o.list) {
     if (root)
       for (std::size_t i = 0; i < cases.size(); ++i) {
-        const std::string missing = unknown_layer(cases[i].spec);
+        std::string verdict = "known";
+        try {
+          if (const std::string missing = unknown_layer(cases[i].spec, cases[i].input); !missing.empty())
+            verdict = "no layer '" + missing + "'";
+        } catch (const std::invalid_argument& e) {
+          verdict = std::string("error: ") + e.what();
+        }
         std::printf("%zu\t%s\t%s\t%s\n", i + 1, bench::format_shape(cases[i].input).c_str(), cases[i].spec.c_str(),
-                    missing.empty() ? "known" : ("no layer '" + missing + "'").c_str());
+                    verdict.c_str());
       }
     return 0;
   }
@@ -185,6 +201,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
   if (root) print_header(runtime, o, dims);
   int errors = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), static_cast<int>(i + 1)) == o.only.end()) continue;
     const Result r = time_case(cases[i], grid, o);
     errors += r.outcome == Outcome::error;
     if (root) print_row(static_cast<int>(i + 1), cases[i], r, o.tsv);

@@ -10,7 +10,8 @@
 #              (default: that script's default venv)
 #
 # 1. bench_layers and torch_layers.py on one rank/process, the same cases (cases.txt), the
-#    same thread count: Tessera through OMP_NUM_THREADS, PyTorch through set_num_threads.
+#    same thread count: Tessera through OMP_NUM_THREADS, PyTorch through set_num_threads;
+#    case by case, one side right after the other.
 # 2. bench_overlap under mpiexec on each rank count of RANKS, threads per rank
 #    THREADS / ranks (at least 1); rank counts that need more cores than the machine has
 #    are labelled oversubscribed.
@@ -50,12 +51,24 @@ trap 'rm -rf "$work"' EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_start="$(load)"
 
-log "bench_layers: $threads threads, $warmup warm-up + $repeats repeats"
-OMP_NUM_THREADS="$threads" "$bench_layers" --format tsv --warmup "$warmup" --repeats "$repeats" \
-  >"$work/tessera.tsv" || log "bench_layers reported errors (see the table)"
-log "torch_layers.py: $threads threads"
-OMP_NUM_THREADS="$threads" "$python" "$here/torch_layers.py" --format tsv --threads "$threads" \
-  --warmup "$warmup" --repeats "$repeats" >"$work/torch.tsv"
+# Case by case, Tessera then PyTorch, so that both meet the same load on a shared machine.
+cases="$("$bench_layers" --list | wc -l)"
+log "layers: $cases cases, $threads threads, $warmup warm-up + $repeats repeats, Tessera then PyTorch per case"
+append() {  # append() TSV_OUT CASE_TSV: keeps the '#' lines and header of the first case only
+  if [[ -s $1 ]]; then grep -v -e '^#' -e '^case' "$2" >>"$1" || true; else cat "$2" >"$1"; fi
+}
+: >"$work/tessera.tsv"
+: >"$work/torch.tsv"
+for ((i = 1; i <= cases; ++i)); do
+  OMP_NUM_THREADS="$threads" "$bench_layers" --format tsv --case "$i" --warmup "$warmup" --repeats "$repeats" \
+    >"$work/case.tsv" || true  # a spec error is a row of the table, not the end of the run
+  append "$work/tessera.tsv" "$work/case.tsv"
+  OMP_NUM_THREADS="$threads" "$python" "$here/torch_layers.py" --format tsv --case "$i" --threads "$threads" \
+    --warmup "$warmup" --repeats "$repeats" >"$work/case.tsv"
+  append "$work/torch.tsv" "$work/case.tsv"
+  printf '.' >&2
+done
+echo >&2
 python3 "$here/join_results.py" "$work/tessera.tsv" "$work/torch.tsv" | tee "$work/table.txt"
 python3 "$here/join_results.py" --markdown "$work/tessera.tsv" "$work/torch.tsv" >"$work/table.md"
 

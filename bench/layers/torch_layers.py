@@ -58,24 +58,29 @@ def read_cases(path):
 
 
 def parse_spec(spec):
-    """[(name, {key: value})] for "conv(out=16,k=3),relu" (the grammar of models/spec_parser.hpp)."""
-    entries, depth, start = [], 0, 0
-    texts = []
-    for i, ch in enumerate(spec + ","):
-        depth += ch == "("
-        depth -= ch == ")"
+    """[(name, {key: value})] for "conv(out=16,k=3),relu" (the grammar of models/spec_parser.hpp).
+    Raises ValueError for a malformed spec, as Tessera's parser rejects it."""
+    texts, depth, start = [], 0, 0
+    for i, ch in enumerate(spec):
+        depth += (ch == "(") - (ch == ")")
+        if depth not in (0, 1):
+            raise ValueError(f"spec '{spec}': unbalanced or nested parentheses at position {i}")
         if ch == "," and depth == 0:
             texts.append(spec[start:i].strip())
             start = i + 1
+    if depth:
+        raise ValueError(f"spec '{spec}': unbalanced '('")
+    texts.append(spec[start:].strip())
+    entries = []
     for text in texts:
         m = re.fullmatch(r"([A-Za-z0-9_-]+)\s*(?:\((.*)\))?", text)
         if not m:
-            raise Skip(f"spec entry '{text}' is not name(options)")
+            raise ValueError(f"spec entry '{text}' is not name or name(options)")
         options = {}
         for item in filter(None, (s.strip() for s in (m.group(2) or "").split(","))):
             key, sep, value = item.partition("=")
             if not sep:
-                raise Skip(f"option '{item}' of {m.group(1)} is not key=value")
+                raise ValueError(f"option '{item}' of {m.group(1)} is not key=value")
             options[key.strip()] = value.strip()
         entries.append((m.group(1), options))
     return entries
