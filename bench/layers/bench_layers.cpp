@@ -6,10 +6,12 @@
 //   bench_layers [--cases FILE] [--case I,J,...] [--warmup N] [--repeats N]
 //                [--format table|tsv] [--list]
 //
-// --format tsv: '#' lines describing the run, then a header and one tab-separated row per
-// case (bench/layers/join_results.py reads it). Times are milliseconds, the median over repeats of the slowest rank; "total" is the
-// median of forward + backward per repeat (not the sum of the two medians). Gradients are
-// zeroed between repeats, untimed. A spec naming a layer this build lacks is skipped with a
+// Times are milliseconds, the median over repeats of the slowest rank; "total" is the median
+// of forward + backward per repeat (not the sum of the two medians); "cpu" is the process's
+// CPU time (all threads) for forward + backward, a cross-check that a busy machine disturbs
+// less than the wall clock (meaningful in CPU builds only). Gradients are zeroed between
+// repeats, untimed. --format tsv: '#' lines describing the run, then a header and one
+// tab-separated row per case (bench/layers/join_results.py reads it). A spec naming a layer this build lacks is skipped with a
 // note; a spec a layer rejects is reported as an error; neither stops the run. Compare with
 // PyTorch on one rank (bench/layers/run.sh); on more ranks every case runs on
 // default_grid(P).
@@ -88,7 +90,7 @@ enum class Outcome { ok, skip, error };
 
 struct Result {
   Outcome outcome = Outcome::ok;
-  double forward_ms = 0, backward_ms = 0, total_ms = 0;
+  double forward_ms = 0, backward_ms = 0, total_ms = 0, cpu_ms = 0;
   std::string note;  // why skipped or failed; the output shape when timed
 };
 
@@ -120,25 +122,29 @@ Result time_case(const LayerCase& c, const ProcessGrid& grid, const Options& o) 
     models::Sequential<float> model(c.spec, c.input, grid, /*seed=*/1);
     scatter(random_array(c.input, 11), model.input());
     scatter(random_array(model.output().distribution().global_shape(), 12), model.output_gradient());
-    std::vector<double> forward, backward, total;
+    std::vector<double> forward, backward, total, cpu;
     for (int i = 0; i < o.warmup + o.repeats; ++i) {
       model.zero_grad();
       Kokkos::fence();
       MPI_Barrier(grid.comm());
+      const double c0 = bench::process_cpu_seconds();
       const double t0 = MPI_Wtime();
       model.forward(model.input());
       const double f = bench::seconds_since(t0);
       const double t1 = MPI_Wtime();
       model.backward(model.output_gradient());
       const double b = bench::seconds_since(t1);
+      const double c = bench::process_cpu_seconds() - c0;
       if (i < o.warmup) continue;
       forward.push_back(bench::max_over_ranks(f, grid.comm()));
       backward.push_back(bench::max_over_ranks(b, grid.comm()));
       total.push_back(bench::max_over_ranks(f + b, grid.comm()));
+      cpu.push_back(bench::max_over_ranks(c, grid.comm()));
     }
     r.forward_ms = 1e3 * bench::median(forward);
     r.backward_ms = 1e3 * bench::median(backward);
     r.total_ms = 1e3 * bench::median(total);
+    r.cpu_ms = 1e3 * bench::median(cpu);
     r.note = "-> " + bench::format_shape(model.output().distribution().global_shape());
   } catch (const std::invalid_argument& e) {
     // Bad specs and shapes are found alike on every rank, before any collective call.
@@ -154,23 +160,24 @@ void print_header(const tessera::Runtime& runtime, const Options& o, const GridD
   if (o.tsv) {
     std::printf("# %s\n# grid %s, %d warm-up + %d timed repeats\n", runtime.describe().c_str(),
                 format_grid(grid).c_str(), o.warmup, o.repeats);
-    std::printf("case\tinput\tspec\tstatus\tforward_ms\tbackward_ms\ttotal_ms\tnote\n");
+    std::printf("case\tinput\tspec\tstatus\tforward_ms\tbackward_ms\ttotal_ms\tcpu_ms\tnote\n");
     return;
   }
   std::printf("%s\n", runtime.describe().c_str());
   std::printf("cases from %s on grid %s; %d warm-up + %d timed repeats; median ms of the slowest rank\n",
               o.cases.c_str(), format_grid(grid).c_str(), o.warmup, o.repeats);
-  std::printf("%-4s %-14s %-36s %9s %9s %9s  %s\n", "case", "input", "spec", "fwd_ms", "bwd_ms", "total_ms", "note");
+  std::printf("%-4s %-14s %-36s %9s %9s %9s %9s  %s\n", "case", "input", "spec", "fwd_ms", "bwd_ms", "total_ms",
+              "cpu_ms", "note");
 }
 
 void print_row(int index, const LayerCase& c, const Result& r, bool tsv) {
   const std::string input = bench::format_shape(c.input);
   if (tsv) {
-    std::printf("%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\n", index, input.c_str(), c.spec.c_str(), outcome_name(r.outcome),
-                r.forward_ms, r.backward_ms, r.total_ms, r.note.c_str());
+    std::printf("%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%s\n", index, input.c_str(), c.spec.c_str(),
+                outcome_name(r.outcome), r.forward_ms, r.backward_ms, r.total_ms, r.cpu_ms, r.note.c_str());
   } else if (r.outcome == Outcome::ok) {
-    std::printf("%-4d %-14s %-36s %9.2f %9.2f %9.2f  %s\n", index, input.c_str(), c.spec.c_str(), r.forward_ms,
-                r.backward_ms, r.total_ms, r.note.c_str());
+    std::printf("%-4d %-14s %-36s %9.2f %9.2f %9.2f %9.2f  %s\n", index, input.c_str(), c.spec.c_str(), r.forward_ms,
+                r.backward_ms, r.total_ms, r.cpu_ms, r.note.c_str());
   } else {
     std::printf("%-4d %-14s %-36s %s: %s\n", index, input.c_str(), c.spec.c_str(), outcome_name(r.outcome),
                 r.note.c_str());

@@ -7,6 +7,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
@@ -32,6 +34,13 @@ inline double max_over_ranks(double v, MPI_Comm comm) {
 inline double seconds_since(double start) {
   Kokkos::fence();
   return MPI_Wtime() - start;
+}
+
+// CPU time this process has used, all threads together (POSIX).
+inline double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 inline int positive_int(const std::string& text, const std::string& what) {

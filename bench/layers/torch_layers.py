@@ -21,7 +21,8 @@ A layer with no PyTorch counterpart here (local, lcn, ...) or an option with no 
 skipped with a note, never guessed. Each repeat runs y = m(x); y.backward(dy) with x
 requiring a gradient (Tessera computes dx too); gradients are cleared between repeats,
 untimed. Times are milliseconds, medians over repeats; "total" is the median of
-forward + backward per repeat. --format tsv writes the columns bench_layers writes, so
+forward + backward per repeat; "cpu" the process's CPU time (all threads) for forward +
+backward, which a busy machine disturbs less than the wall clock. --format tsv writes the columns bench_layers writes, so
 join_results.py can join the two row by row.
 """
 
@@ -218,22 +219,25 @@ def time_case(torch, spec, shape, warmup, repeats):
     generator = torch.Generator().manual_seed(11)
     x = (torch.rand(shape, generator=generator) * 2 - 1).requires_grad_()
     dy = torch.rand(out_shape, generator=generator) * 2 - 1
-    forward, backward, total = [], [], []
+    forward, backward, total, cpu = [], [], [], []
     for i in range(warmup + repeats):
         model.zero_grad(set_to_none=True)
         x.grad = None
+        c0 = time.process_time()
         t0 = time.perf_counter()
         y = model(x)
         t1 = time.perf_counter()
         y.backward(dy)
         t2 = time.perf_counter()
+        c = time.process_time() - c0
         del y
         if i >= warmup:
             forward.append(t1 - t0)
             backward.append(t2 - t1)
             total.append(t2 - t0)
+            cpu.append(c)
     ms = lambda v: 1e3 * statistics.median(v)
-    return ms(forward), ms(backward), ms(total), "-> " + "x".join(str(d) for d in out_shape)
+    return ms(forward), ms(backward), ms(total), ms(cpu), "-> " + "x".join(str(d) for d in out_shape)
 
 
 def main():
@@ -261,28 +265,28 @@ def main():
              f"mkldnn={torch.backends.mkldnn.is_available()} python={sys.version.split()[0]}")
     if tsv:
         print(f"# {about}\n# {a.warmup} warm-up + {a.repeats} timed repeats")
-        print("case\tinput\tspec\tstatus\tforward_ms\tbackward_ms\ttotal_ms\tnote")
+        print("case\tinput\tspec\tstatus\tforward_ms\tbackward_ms\ttotal_ms\tcpu_ms\tnote")
     else:
         print(about)
         print(f"cases from {a.cases}; {a.warmup} warm-up + {a.repeats} timed repeats; median ms")
-        print(f"{'case':<4} {'input':<14} {'spec':<36} {'fwd_ms':>9} {'bwd_ms':>9} {'total_ms':>9}  note")
+        print(f"{'case':<4} {'input':<14} {'spec':<36} {'fwd_ms':>9} {'bwd_ms':>9} {'total_ms':>9} {'cpu_ms':>9}  note")
     for index, line_no, shape, spec in cases:
         if wanted and index not in wanted:
             continue
         shape_text = "x".join(map(str, shape))
         try:
-            f, b, t, note = time_case(torch, spec, shape, a.warmup, a.repeats)
+            f, b, t, c, note = time_case(torch, spec, shape, a.warmup, a.repeats)
             status = "ok"
         except Skip as e:
-            f = b = t = 0.0
+            f = b = t = c = 0.0
             status, note = "skip", str(e)
         except (RuntimeError, ValueError) as e:  # torch rejects the shape or options
-            f = b = t = 0.0
+            f = b = t = c = 0.0
             status, note = "error", f"{type(e).__name__}: {str(e).splitlines()[0]}"
         if tsv:
-            print(f"{index}\t{shape_text}\t{spec}\t{status}\t{f:.3f}\t{b:.3f}\t{t:.3f}\t{note}")
+            print(f"{index}\t{shape_text}\t{spec}\t{status}\t{f:.3f}\t{b:.3f}\t{t:.3f}\t{c:.3f}\t{note}")
         elif status == "ok":
-            print(f"{index:<4} {shape_text:<14} {spec:<36} {f:9.2f} {b:9.2f} {t:9.2f}  {note}")
+            print(f"{index:<4} {shape_text:<14} {spec:<36} {f:9.2f} {b:9.2f} {t:9.2f} {c:9.2f}  {note}")
         else:
             print(f"{index:<4} {shape_text:<14} {spec:<36} {status}: {note}")
         sys.stdout.flush()
