@@ -175,7 +175,12 @@ struct PathRecorder {
   ~PathRecorder() { layers::set_log_sink(previous); }
 };
 
-double ratio(double on, double off) { return off > 0 ? on / off : 0.0; }
+// "on/off" as printed: "-" when off is not positive (an exposed time within the noise).
+std::string ratio(double on, double off) {
+  char text[32] = "-";
+  if (off > 0) std::snprintf(text, sizeof text, "%.2f", on / off);
+  return text;
+}
 
 void measure(const std::string& spec, const GridDims& dims, const tessera::Runtime& runtime, const Options& o) {
   ProcessGrid grid(runtime.world(), dims);
@@ -194,10 +199,10 @@ void measure(const std::string& spec, const GridDims& dims, const tessera::Runti
 
   if (runtime.rank() != 0) return;
   const double exposed_on = t_on.step_ms - alone_ms, exposed_off = t_off.step_ms - alone_ms;
-  std::printf("%-24s %-7s %8.2f %8.2f %6.2f | %8.2f %8.2f %8.2f %6.2f | %8.2f %8.2f %6.2f | %s\n", spec.c_str(),
-              format_grid(dims).c_str(), t_on.step_ms, t_off.step_ms, ratio(t_on.step_ms, t_off.step_ms), alone_ms,
-              exposed_on, exposed_off, ratio(exposed_on, exposed_off), t_on.wait_ms, t_off.wait_ms,
-              ratio(t_on.wait_ms, t_off.wait_ms), path_on.c_str());
+  std::printf("%-24s %-7s %8.2f %8.2f %6s | %8.2f %8.2f %8.2f %6s | %8.2f %8.2f %6s | %s\n", spec.c_str(),
+              format_grid(dims).c_str(), t_on.step_ms, t_off.step_ms, ratio(t_on.step_ms, t_off.step_ms).c_str(),
+              alone_ms, exposed_on, exposed_off, ratio(exposed_on, exposed_off).c_str(), t_on.wait_ms, t_off.wait_ms,
+              ratio(t_on.wait_ms, t_off.wait_ms).c_str(), path_on.c_str());
   std::fflush(stdout);
 }
 
