@@ -6,6 +6,9 @@ TESSERA_CUDA_ARCH="${TESSERA_CUDA_ARCH:-HOPPER90}"
 log() { printf '[tessera] %s\n' "$*" >&2; }
 die() { printf 'tessera: error: %s\n' "$*" >&2; exit 1; }
 
+# The Python venv with a CPU-only torch for the benchmarks (scripts/setup-bench.sh).
+bench_venv_default() { printf '%s\n' "${TESSERA_BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera/bench-venv}"; }
+
 # Stable location of the Kokkos install for a backend (openmp | cuda).
 kokkos_prefix() { printf '%s/kokkos-%s\n' "$TESSERA_DEPS_PREFIX" "$1"; }
 

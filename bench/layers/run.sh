@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Runs the layer benchmarks on this machine in one go and writes the results, with the
+# machine and versions, to bench/results/layers-cpu-<date>.md. Builds and installs nothing.
+#
+#   bench/layers/run.sh BUILD_DIR [PYTHON]
+#
+#   BUILD_DIR  a CPU build with the benchmarks built:
+#                cmake --build BUILD_DIR --target bench_layers bench_overlap
+#   PYTHON     a python with CPU torch, as scripts/setup-bench.sh prints it
+#              (default: that script's default venv)
+#
+# 1. bench_layers and torch_layers.py on one rank/process, the same cases (cases.txt), the
+#    same thread count: Tessera through OMP_NUM_THREADS, PyTorch through set_num_threads;
+#    case by case, one side right after the other.
+# 2. bench_overlap under mpiexec on each rank count of RANKS, threads per rank
+#    THREADS / ranks (at least 1); rank counts that need more cores than the machine has
+#    are labelled oversubscribed.
+#
+# Environment: THREADS (default: nproc), WARMUP (2), REPEATS (10), RANKS ("2 4"),
+# OUT (default bench/results/layers-cpu-<date>.md), MPIEXEC (mpiexec).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../../scripts/lib/common.sh"
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+  "") usage >&2; exit 2 ;;
+esac
+build="$(cd "$1" && pwd)" || die "no build directory '$1'"
+python="${2:-$(bench_venv_default)/bin/python}"
+bench_layers="$build/bench/layers/bench_layers"
+bench_overlap="$build/bench/layers/bench_overlap"
+for exe in "$bench_layers" "$bench_overlap"; do
+  [[ -x $exe ]] || die "$exe is missing: cmake --build $build --target bench_layers bench_overlap"
+done
+"$python" -c 'import torch' 2>/dev/null || die "$python has no torch: run scripts/setup-bench.sh (it prints the python to pass)"
+
+cores="$(nproc)"
+threads="${THREADS:-$cores}"
+warmup="${WARMUP:-2}"
+repeats="${REPEATS:-10}"
+ranks_list="${RANKS:-2 4}"
+mpiexec="${MPIEXEC:-mpiexec}"
+date="$(date +%F)"
+out="${OUT:-$TESSERA_ROOT/bench/results/layers-cpu-$date.md}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+load_start="$(load)"
+
+# Case by case, Tessera then PyTorch, so that both meet the same load on a shared machine.
+cases="$("$bench_layers" --list | wc -l)"
+log "layers: $cases cases, $threads threads, $warmup warm-up + $repeats repeats, Tessera then PyTorch per case"
+append() {  # append() TSV_OUT CASE_TSV: keeps the '#' lines and header of the first case only
+  if [[ -s $1 ]]; then grep -v -e '^#' -e '^case' "$2" >>"$1" || true; else cat "$2" >"$1"; fi
+}
+: >"$work/tessera.tsv"
+: >"$work/torch.tsv"
+for ((i = 1; i <= cases; ++i)); do
+  OMP_NUM_THREADS="$threads" "$bench_layers" --format tsv --case "$i" --warmup "$warmup" --repeats "$repeats" \
+    >"$work/case.tsv" || true  # a spec error is a row of the table, not the end of the run
+  append "$work/tessera.tsv" "$work/case.tsv"
+  OMP_NUM_THREADS="$threads" "$python" "$here/torch_layers.py" --format tsv --case "$i" --threads "$threads" \
+    --warmup "$warmup" --repeats "$repeats" >"$work/case.tsv"
+  append "$work/torch.tsv" "$work/case.tsv"
+  printf '.' >&2
+done
+echo >&2
+python3 "$here/join_results.py" "$work/tessera.tsv" "$work/torch.tsv" | tee "$work/table.txt"
+python3 "$here/join_results.py" --markdown "$work/tessera.tsv" "$work/torch.tsv" >"$work/table.md"
+
+overlap_sections=()
+for ranks in $ranks_list; do
+  per_rank=$((threads / ranks > 0 ? threads / ranks : 1))
+  label="$ranks ranks x $per_rank thread(s) on $cores cores"
+  ((ranks * per_rank > cores)) && label+=" — oversubscribed: ranks share cores, so times include waiting to be scheduled"
+  log "bench_overlap: $label"
+  "$mpiexec" -n "$ranks" -genv OMP_NUM_THREADS "$per_rank" "$bench_overlap" --warmup "$warmup" --repeats "$repeats" \
+    >"$work/overlap-$ranks.txt"
+  cat "$work/overlap-$ranks.txt"
+  overlap_sections+=("$label" "$work/overlap-$ranks.txt")
+done
+load_end="$(load)"
+
+model="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+sockets="$(lscpu | sed -n 's/^Socket(s): *//p' | head -1)"
+per_socket="$(lscpu | sed -n 's/^Core(s) per socket: *//p' | head -1)"
+smt="$(lscpu | sed -n 's/^Thread(s) per core: *//p' | head -1)"
+memory="$(free -g | awk '/^Mem:/ {print $2}')"
+compiler="$(c++ --version 2>/dev/null | head -1 || true)"
+onednn="$(dpkg-query -W -f='${Version}' libdnnl-dev 2>/dev/null || echo unknown)"
+tessera_about="$(sed -n 's/^# //p' "$work/tessera.tsv" | head -1)"
+torch_about="$(sed -n 's/^# //p' "$work/torch.tsv" | head -1)"
+
+mkdir -p "$(dirname "$out")"
+{
+  echo "# bench_layers and bench_overlap on the CPU build — $date"
+  echo
+  echo "Written by \`bench/layers/run.sh\` (how to read it: bench/README.md)."
+  echo
+  echo "Machine: $model, $sockets socket(s) x $per_socket core(s) x $smt thread(s) per core ($cores logical CPUs), ${memory} GiB."
+  echo "Load average (1/5/15 min) at the start: $load_start; at the end: $load_end."
+  echo
+  echo "- Tessera: $tessera_about"
+  echo "- oneDNN (libdnnl-dev) $onednn; compiler: $compiler"
+  echo "- PyTorch: $torch_about (CPU-only install: scripts/setup-bench.sh)"
+  echo "- Threads: $threads for both (OMP_NUM_THREADS=$threads; torch.set_num_threads($threads)); $warmup warm-up + $repeats timed repeats, medians."
+  echo
+  echo "## Layers: forward + backward, one process each"
+  echo
+  echo "Milliseconds per forward + backward (median over repeats); tessera/torch > 1 means Tessera is slower."
+  echo "The case list is bench/layers/cases.txt; a layer one side lacks is shown as skipped."
+  echo
+  cat "$work/table.md"
+  echo
+  echo "## Exposed halo time, overlap on and off"
+  echo
+  echo "exposed = step − alone, where alone is the same layer on each rank's own tile with no neighbours"
+  echo "(every rank at once): the halo work a step does not hide behind compute. wait = time blocked in"
+  echo "MPI_Waitall in the halo exchange. on/off = the overlap=on value over the overlap=off value."
+  for ((i = 0; i < ${#overlap_sections[@]}; i += 2)); do
+    echo
+    echo "${overlap_sections[i]}:"
+    echo
+    echo '```'
+    cat "${overlap_sections[i + 1]}"
+    echo '```'
+  done
+  echo
+  echo "## Raw output"
+  echo
+  echo '```'
+  cat "$work/tessera.tsv"
+  echo
+  cat "$work/torch.tsv"
+  echo '```'
+} >"$out"
+log "wrote $out"
