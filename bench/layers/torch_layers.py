@@ -132,7 +132,7 @@ def module_for(nn, name, raw_options, shape):
         top, bottom, left, right = o.padding()
         groups, bias = o.get("groups", 1), o.get("bias", True, bool)
         if name == "deconv":
-            output_padding = o.pair("output_padding", "oph", "opw", 0)
+            output_padding = o.pair("out_pad", "out_pad_h", "out_pad_w", 0)
             o.done()
             if (top, left) != (bottom, right):
                 raise Skip("deconv with asymmetric padding has no nn.ConvTranspose2d form")
