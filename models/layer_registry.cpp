@@ -9,6 +9,7 @@
 #include "layers/flatten.hpp"
 #include "layers/global_avg_pool.hpp"
 #include "layers/linear.hpp"
+#include "layers/locally_connected.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/spec_options.hpp"
 #include "layers/upsample.hpp"
@@ -61,6 +62,9 @@ LayerRecipe head(LayerRecipe::Factory make) {
 void add_builtins(LayerRegistry& r) {
   r.add("conv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
           return std::make_unique<layers::Conv2d<float>>(layers::Conv2dOptions::parse(o), in[C], seed);
+        }));
+  r.add("local", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
+          return std::make_unique<layers::LocallyConnected2d<float>>(layers::LocalOptions::parse(o), in, seed);
         }));
   r.add("batchnorm", batch_norm());
   for (const char* kind : {"relu", "leakyrelu", "sigmoid", "tanh"}) r.add(kind, activation(kind));

@@ -32,15 +32,17 @@ LayerStep<T> run_layer_step(const ProcessGrid& grid, Layer<T>& layer, const Shap
   return {gather(y), gather(dx)};
 }
 
-// L = sum(layer(x) * r) on `grid`, for finite-difference checks of backward in double.
-inline double probe_loss(const ProcessGrid& grid, Layer<double>& layer, const Shape4& shape,
-                         const HostArray<double>& x, const HostArray<double>& r) {
-  Tensor<double> xt = make_input(grid, shape, layer), yt = make_output(grid, shape, layer);
+// L = sum(layer(x) * r) on `grid`, summed in double, for finite-difference checks of
+// backward (in double where the layer allows it).
+template <class T>
+double probe_loss(const ProcessGrid& grid, Layer<T>& layer, const Shape4& shape, const HostArray<T>& x,
+                  const HostArray<T>& r) {
+  Tensor<T> xt = make_input(grid, shape, layer), yt = make_output(grid, shape, layer);
   scatter(x, xt);
   layer.forward(xt, yt);
-  const HostArray<double> y = gather(yt);
+  const HostArray<T> y = gather(yt);
   double loss = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) loss += y.data()[i] * r.data()[i];
+  for (std::size_t i = 0; i < y.size(); ++i) loss += static_cast<double>(y.data()[i]) * r.data()[i];
   return loss;
 }
 
