@@ -27,8 +27,8 @@ enum class LocalEngine {
 // "gemm" / "team": the spec values.
 std::string_view local_engine_name(LocalEngine engine);
 
-// The build's default engine, the faster one measured on a Le et al. (2012)-like layer
-// (bench/local, bench/results/local-cpu-*.md): see local_options.cpp.
+// The default engine: gemm, the faster one measured on a Le et al. (2012)-like layer (the
+// numbers are in local_options.cpp and bench/results/local-cpu-2026-11-21.md).
 LocalEngine default_local_engine();
 
 struct LocalOptions {

@@ -16,8 +16,8 @@
 // rounding: `gemm` gathers each position's patch and runs one batched GEMM over the
 // positions (y(K, N) = W(K, C*kh*kw) * patch(C*kh*kw, N) per position, in the transposed
 // form below) through LinearBackend — oneDNN matmul on CPU, cuBLAS strided batched on GPU;
-// `team` is a Kokkos team kernel per position reading the window directly. Which is the
-// default, and why, is recorded in local_options.cpp.
+// `team` is a Kokkos team kernel per position reading the window directly. gemm is the
+// default: 1.5x faster forward, 3.5x backward on the CPU (numbers in local_options.cpp).
 
 #include <Kokkos_Core.hpp>
 
