@@ -215,6 +215,8 @@ class Deconv2d final : public Layer<T> {
     return p;
   }
 
+  void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
+
  private:
   // The output cells the valid transposed convolution of a (non-empty) window writes:
   // its samples, every output channel, rows [lo*s - pad_top, (hi-1)*s - pad_top + d*(k-1) + 1).

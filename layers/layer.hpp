@@ -60,6 +60,15 @@ class Layer {
   // trainer (--overlap, --halo-transport); a layer without exchanges ignores it. Call
   // before the first forward.
   virtual void set_halo_config(const WindowedConfig&) {}
+
+  // Tells the layer which output box this rank owns, before forward() and params() are
+  // used: the hook for tiled parameters, whose storage is only the slice of the output
+  // positions a rank owns (locally connected layers allocate and initialise their slice
+  // here). Sequential calls it for every layer once the activations are allocated; code
+  // that builds a layer by hand calls it with y's owned box (layers::owned_output). Only
+  // the rows and columns of the box matter: ranks of one sample group hold the same slice.
+  // The default does nothing: layers with replicated or no parameters ignore it.
+  virtual void place(const Box& /*owned_output*/) {}
 };
 
 }  // namespace tessera::layers

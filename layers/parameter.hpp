@@ -47,6 +47,22 @@ struct Parameter {
         value(owner + "." + name, element_count(global_shape)),
         grad(owner + "." + name + ".grad", element_count(global_shape)) {}
 
+  // A tiled parameter: this rank's block [offset, offset + extent) of a tensor of global
+  // shape `global_shape`, held row-major over `extent`.
+  static Parameter tiled(std::string param_name, std::vector<std::int64_t> global_shape,
+                         std::vector<std::int64_t> block_offset, std::vector<std::int64_t> block_extent,
+                         const std::string& owner) {
+    Parameter p;
+    p.name = std::move(param_name);
+    p.shape = std::move(global_shape);
+    p.offset = std::move(block_offset);
+    p.extent = std::move(block_extent);
+    p.sharing = Sharing::tiled;
+    p.value = View(owner + "." + p.name, element_count(p.extent));
+    p.grad = View(owner + "." + p.name + ".grad", element_count(p.extent));
+    return p;
+  }
+
   static std::size_t element_count(const std::vector<std::int64_t>& dims) {
     std::size_t n = 1;
     for (auto d : dims) n *= static_cast<std::size_t>(d);

@@ -101,6 +101,12 @@ Tensor<T> make_output(const ProcessGrid& grid, const Shape4& input_shape, const 
   return Tensor<T>(grid, layer.output_shape(input_shape), HaloWidths{}, std::move(label));
 }
 
+// The output box `grid`'s rank owns for inputs of `input_shape`: what Layer::place takes.
+template <class T>
+Box owned_output(const ProcessGrid& grid, const Shape4& input_shape, const Layer<T>& layer) {
+  return Distribution(layer.output_shape(input_shape), grid.dims()).owned_box(grid.rank());
+}
+
 // True when every rank's window lies inside its owned box: no rank sends, receives or pads,
 // so no exchange is made. Decided from every rank's boxes so that all ranks agree (building
 // an exchange can be collective: NCCL).

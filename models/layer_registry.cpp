@@ -9,7 +9,9 @@
 #include "layers/deconv2d.hpp"
 #include "layers/flatten.hpp"
 #include "layers/global_avg_pool.hpp"
+#include "layers/lcn.hpp"
 #include "layers/linear.hpp"
+#include "layers/locally_connected.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/spec_options.hpp"
 #include "layers/upsample.hpp"
@@ -66,10 +68,16 @@ void add_builtins(LayerRegistry& r) {
   r.add("deconv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
           return std::make_unique<layers::Deconv2d<float>>(layers::Deconv2dOptions::parse(o), in[C], seed);
         }));
+  r.add("local", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
+          return std::make_unique<layers::LocallyConnected2d<float>>(layers::LocalOptions::parse(o), in, seed);
+        }));
   r.add("batchnorm", batch_norm());
   for (const char* kind : {"relu", "leakyrelu", "sigmoid", "tanh"}) r.add(kind, activation(kind));
   for (const auto kind : {layers::PoolKind::max, layers::PoolKind::average, layers::PoolKind::l2})
     r.add(std::string(layers::pool_kind_name(kind)), pool(kind));
+  r.add("lcn", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+          return std::make_unique<layers::LocalContrastNorm<float>>(layers::LcnOptions::parse(o));
+        }));
   r.add("flatten", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
           expect_no_options("flatten", o);
           return std::make_unique<layers::Flatten<float>>();

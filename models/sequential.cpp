@@ -55,6 +55,7 @@ Sequential<T>::Sequential(std::string_view model, const Shape4& input, const Pro
   check_bare_word(model, entries_, registry);
   build(registry, seed);
   allocate();
+  place();
 }
 
 template <class T>
@@ -71,18 +72,9 @@ template <class T>
 void Sequential<T>::build(const LayerRegistry& registry, std::uint64_t seed) {
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const ProcessGrid& grid = *grids_[i];
-    const bool head_replica = grids_[i] != grids_[0] && spatially_split(*grids_[0]);
     try {
       const LayerRecipe& recipe = registry.find(entries_[i].name);
       auto layer = recipe.make(entries_[i].options, shapes_[i], layer_seed(seed, i));
-      // Head layers (linear) mark their parameters as head replicas so reduce_gradients
-      // counts them once; any other layer's parameters there would be counted per replica.
-      if (head_replica && !layer->params().empty() && recipe.placement != OutputPlacement::head_grid)
-        throw std::invalid_argument(
-            "its parameters would sit on the head grid, replicated over the " +
-            std::to_string(grids_[0]->dims()[1] * grids_[0]->dims()[2]) +
-            " spatial positions, and their gradients would be counted once per replica; after the head only "
-            "linear may have parameters on grids with ph * pw > 1");
       shapes_.push_back(layer->output_shape(shapes_[i]));
       if (recipe.placement == OutputPlacement::head_grid && spatially_split(grid)) {
         head_grids_.push_back(layers::make_head_grid(grid));
@@ -128,6 +120,28 @@ void Sequential<T>::allocate() {
       const std::string what = i < count ? "the input of " + where(i) : "the output of " + where(count - 1);
       throw std::invalid_argument(what + ": " + shape_text(shapes_[i]) + " cannot be distributed on grid " +
                                   grid_text(i) + ": " + e.what());
+    }
+  }
+}
+
+// Tells every layer the output box this rank owns (Layer::place: tiled parameters allocate
+// their slice), then checks where parameters ended up. Head layers (linear) mark their
+// parameters as head replicas so reduce_gradients counts them once; any other layer's
+// parameters on the head grid would be counted once per replica.
+template <class T>
+void Sequential<T>::place() {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    try {
+      layers_[i]->place(activations_[i + 1].owned_box());
+      const bool head_replica = grids_[i] != grids_[0] && spatially_split(*grids_[0]);
+      if (head_replica && !layers_[i]->params().empty() && recipes_[i]->placement != OutputPlacement::head_grid)
+        throw std::invalid_argument(
+            "its parameters would sit on the head grid, replicated over the " +
+            std::to_string(grids_[0]->dims()[1] * grids_[0]->dims()[2]) +
+            " spatial positions, and their gradients would be counted once per replica; after the head only "
+            "linear may have parameters on grids with ph * pw > 1");
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(where(i) + ": " + e.what());
     }
   }
 }

@@ -16,7 +16,9 @@
 // make_head_grid(grid): one replica per spatial position. A linear after the head marks
 // its parameters as head replicas, which reduce_gradients counts once; any other layer
 // with parameters after the head on a grid with ph*pw > 1 is rejected, since every replica
-// would add the same gradient and it would be counted ph*pw times.
+// would add the same gradient and it would be counted ph*pw times. Once the activations
+// exist, every layer is told the output box this rank owns (Layer::place): a layer with
+// tiled parameters (local) holds only the slice of its own output positions.
 
 #include <cstdint>
 #include <functional>
@@ -97,6 +99,7 @@ class Sequential {
  private:
   void build(const LayerRegistry& registry, std::uint64_t seed);
   void allocate();
+  void place();
   std::string where(std::size_t i) const;  // "layer 3 (maxpool(k=2))"
 
   std::vector<SpecEntry> entries_;

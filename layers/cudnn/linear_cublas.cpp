@@ -1,5 +1,5 @@
-// LinearBackend on cuBLAS, on Kokkos's CUDA stream so GEMMs are ordered with the layer's
-// Kokkos kernels. cuBLAS is column-major: a row-major C = op(A) op(B) is computed as the
+// LinearBackend on cuBLAS (sgemm, and sgemm strided batched for the locally connected
+// layer), on Kokkos's CUDA stream so GEMMs are ordered with the layer's Kokkos kernels. cuBLAS is column-major: a row-major C = op(A) op(B) is computed as the
 // column-major C^T = op(B)^T op(A)^T, i.e. the operands swap places. Pedantic math (no
 // TF32), so every grid agrees with the one-rank result to fp32 rounding.
 
@@ -45,6 +45,18 @@ class CublasLinear final : public LinearBackend {
     check(cublasSgemm(handle_, op(tb), op(ta), as_int(n), as_int(m), as_int(k), &alpha, b, as_int(ldb), a,
                       as_int(lda), &beta, c, as_int(ldc)),
           "sgemm");
+  }
+
+  void gemm_batched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                    const float* a, std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb,
+                    std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
+                    std::int64_t batch) override {
+    if (m == 0 || n == 0 || batch == 0) return;
+    check(cublasSetStream(handle_, Kokkos::DefaultExecutionSpace().cuda_stream()), "set stream");
+    check(cublasSgemmStridedBatched(handle_, op(tb), op(ta), as_int(n), as_int(m), as_int(k), &alpha, b, as_int(ldb),
+                                    stride_b, a, as_int(lda), stride_a, &beta, c, as_int(ldc), stride_c,
+                                    as_int(batch)),
+          "sgemm strided batched");
   }
 
  private:

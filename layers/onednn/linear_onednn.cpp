@@ -1,13 +1,34 @@
-// LinearBackend on oneDNN's sgemm (row-major, host memory: the CPU build's Kokkos space).
+// LinearBackend on oneDNN (host memory: the CPU build's Kokkos space): sgemm for one
+// product; a batched matmul primitive for many, created per problem shape and cached (the
+// locally connected layer asks for the same few shapes every step).
 
 #include <dnnl.hpp>
 
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <map>
 #include <stdexcept>
 
 #include "layers/linear_backend.hpp"
 
 namespace tessera::layers {
 namespace {
+
+using dnnl::memory;
+
+// Everything that defines one batched problem besides the pointers.
+using BatchedKey = std::array<std::int64_t, 14>;
+
+std::int64_t bits(float v) { return std::bit_cast<std::uint32_t>(v); }
+
+// A row-major (rows x cols) operand of a batch, read transposed when `t` says so: the
+// transpose is only a swap of strides, so no copy is made.
+memory::desc batch_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols, Transpose t, std::int64_t ld,
+                        std::int64_t stride) {
+  const memory::dims strides = t == Transpose::yes ? memory::dims{stride, 1, ld} : memory::dims{stride, ld, 1};
+  return memory::desc({batch, rows, cols}, memory::data_type::f32, strides);
+}
 
 class OnednnLinear final : public LinearBackend {
  public:
@@ -18,6 +39,45 @@ class OnednnLinear final : public LinearBackend {
                                     alpha, a, lda, b, ldb, beta, c, ldc);
     if (status != dnnl::status::success) throw std::runtime_error("oneDNN sgemm failed");
   }
+
+  void gemm_batched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                    const float* a, std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb,
+                    std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
+                    std::int64_t batch) override {
+    if (m == 0 || n == 0 || batch == 0) return;
+    const BatchedKey key{ta == Transpose::yes, tb == Transpose::yes, m, n, k, lda, stride_a, ldb, stride_b, ldc,
+                         stride_c, batch, bits(alpha), bits(beta)};
+    auto it = batched_.find(key);
+    if (it == batched_.end()) {
+      const memory::desc a_md = batch_desc(batch, m, k, ta, lda, stride_a);
+      const memory::desc b_md = batch_desc(batch, k, n, tb, ldb, stride_b);
+      const memory::desc c_md = batch_desc(batch, m, n, Transpose::no, ldc, stride_c);
+      dnnl::primitive_attr attr;
+      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+      if (beta != 0.0f) {
+        dnnl::post_ops sum;
+        sum.append_sum(beta);
+        attr.set_post_ops(sum);
+      }
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine_);
+      it = batched_.emplace(key, Batched{dnnl::matmul(pd), a_md, b_md, c_md}).first;
+    }
+    const Batched& p = it->second;
+    memory a_mem(p.a, engine_, const_cast<float*>(a)), b_mem(p.b, engine_, const_cast<float*>(b)),
+        c_mem(p.c, engine_, c);
+    p.matmul.execute(stream_, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    stream_.wait();
+  }
+
+ private:
+  struct Batched {
+    dnnl::matmul matmul;
+    memory::desc a, b, c;
+  };
+
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  std::map<BatchedKey, Batched> batched_;
 };
 
 }  // namespace

@@ -69,7 +69,8 @@ std::string options_for(const std::string& name) {
   static const std::map<std::string, std::string> required{
       {"conv", "out=2,k=3,pad=1"}, {"deconv", "out=2,k=4,stride=2,pad=1"},
       {"maxpool", "k=2"},          {"avgpool", "k=2"},
-      {"l2pool", "k=2"},           {"linear", "out=3"}};
+      {"l2pool", "k=2"},           {"linear", "out=3"},
+      {"local", "out=2,k=3"},      {"lcn", "k=3"}};
   const auto it = required.find(name);
   return it == required.end() ? "" : it->second;
 }
@@ -87,7 +88,7 @@ TEST(LayerRegistry, EveryRegisteredLayerBuildsFromItsSpec) {
 
 TEST(LayerRegistry, CoversTheBuiltInLayers) {
   for (const char* name : {"conv", "deconv", "batchnorm", "relu", "leakyrelu", "sigmoid", "tanh", "maxpool",
-                           "avgpool", "l2pool", "flatten", "linear", "gap", "upsample"})
+                           "avgpool", "l2pool", "flatten", "linear", "gap", "upsample", "local", "lcn"})
     EXPECT_TRUE(LayerRegistry::global().contains(name)) << name;
 }
 

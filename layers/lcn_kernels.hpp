@@ -1,0 +1,265 @@
+#pragma once
+// The Kokkos kernels of LocalContrastNorm, written once for every backend. Free functions:
+// CUDA allows extended lambdas only outside private member functions.
+//
+// Notation (per sample; a(p) the 1-D Gaussian of the k x k window, sum 1, r = k/2):
+//   norm(h, w) = C * Zr(h) * Zc(w),  Zr(h) = sum of a(p) over taps p whose row h+p-r is in
+//                the image (likewise Zc): the weight that falls inside the image, in GLOBAL
+//                coordinates, so only the image border renormalises — never a tile seam.
+//   mean(h, w) = sum over c, p, q (inside) of a(p) a(q) x(c, h+p-r, w+q-r) / norm(h, w)
+//   v          = x - mean
+//   sigma(h,w) = sqrt(sum over c, p, q (inside) of a(p) a(q) v(c, h+p-r, w+q-r)^2 / norm(h, w))
+//   y          = v / max(mu, sigma, floor),  mu = the image-wide mean of sigma
+// Sums run in double and in the same order on every grid (taps, then channels), so tiles
+// agree with one rank to rounding of the one cross-rank sum (mu).
+//
+// Positions are global (h, w); samples are local indices. Buffers over a rectangle of the
+// image are addressed through At (a view plus its global corner).
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace tessera::layers::lcn {
+
+using Int = std::int64_t;
+using Acc = double;
+using Space = Kokkos::DefaultExecutionSpace::memory_space;
+using Plane = Kokkos::View<Acc***, Kokkos::LayoutRight, Space>;    // (n, h, w)
+using Volume = Kokkos::View<Acc****, Kokkos::LayoutRight, Space>;  // (n, c, h, w)
+using Samples = Kokkos::View<Acc*, Space>;                         // (n)
+using Team = Kokkos::TeamPolicy<Kokkos::IndexType<Int>>;
+
+// Global rows [h0, h1) and columns [w0, w1).
+struct Region {
+  Int h0 = 0, h1 = 0, w0 = 0, w1 = 0;
+  KOKKOS_INLINE_FUNCTION Int rows() const { return h1 > h0 ? h1 - h0 : 0; }
+  KOKKOS_INLINE_FUNCTION Int cols() const { return w1 > w0 ? w1 - w0 : 0; }
+  KOKKOS_INLINE_FUNCTION bool contains(Int h, Int w) const { return h >= h0 && h < h1 && w >= w0 && w < w1; }
+};
+
+// A view over a region of the image, indexed by global (h, w): planes (n, h, w) and cell
+// arrays (n, c, h, w) alike.
+template <class View>
+struct At {
+  View v;
+  Int h0, w0;
+  KOKKOS_INLINE_FUNCTION decltype(auto) operator()(Int n, Int h, Int w) const { return v(n, h - h0, w - w0); }
+  KOKKOS_INLINE_FUNCTION decltype(auto) operator()(Int n, Int c, Int h, Int w) const { return v(n, c, h - h0, w - w0); }
+};
+template <class View>
+At<View> at(const View& v, Int h0, Int w0) {
+  return {v, h0, w0};
+}
+
+// The Gaussian window over an image of height x width cells and `channels` maps.
+struct Stencil {
+  Kokkos::View<const Acc*, Space> a;  // k weights, sum 1; the 2-D window is a(p) * a(q)
+  Int r, height, width, channels;
+
+  // Taps p in [first, last) put row (or column) `at` + p - r inside [0, size).
+  KOKKOS_INLINE_FUNCTION Int first(Int at) const { return at >= r ? 0 : r - at; }
+  KOKKOS_INLINE_FUNCTION Int last(Int at, Int size) const { return size - at + r < 2 * r + 1 ? size - at + r : 2 * r + 1; }
+  KOKKOS_INLINE_FUNCTION Acc coverage(Int at, Int size) const {
+    Acc z = 0;
+    for (Int p = first(at); p < last(at, size); ++p) z += a(p);
+    return z;
+  }
+  KOKKOS_INLINE_FUNCTION Acc norm(Int h, Int w) const {
+    return Acc(channels) * coverage(h, height) * coverage(w, width);
+  }
+};
+
+// Which term is the divisor max(mu, sigma, floor): sigma when strictly largest, else mu when
+// above the floor, else the floor (a constant: no gradient flows through it).
+enum class Winner { sigma, mean, floor };
+KOKKOS_INLINE_FUNCTION Winner winner(Acc mu, Acc sigma, Acc floor) {
+  if (sigma > mu && sigma > floor) return Winner::sigma;
+  return mu > floor ? Winner::mean : Winner::floor;
+}
+KOKKOS_INLINE_FUNCTION Acc divisor(Acc mu, Acc sigma, Acc floor) {
+  const Winner w = winner(mu, sigma, floor);
+  return w == Winner::sigma ? sigma : w == Winner::mean ? mu : floor;
+}
+
+template <class F>
+void for_region(const char* label, Int samples, const Region& region, const F& f) {
+  Kokkos::parallel_for(label,
+                       Kokkos::MDRangePolicy<Kokkos::Rank<3>, Kokkos::IndexType<Int>>(
+                           {0, region.h0, region.w0}, {samples, region.h1, region.w1}),
+                       f);
+}
+
+template <class F>
+void for_cells(const char* label, Int samples, Int channels, const Region& region, const F& f) {
+  Kokkos::parallel_for(label,
+                       Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<Int>>(
+                           {0, 0, region.h0, region.w0}, {samples, channels, region.h1, region.w1}),
+                       f);
+}
+
+// ---- forward ------------------------------------------------------------------------------
+
+// mean(n, h, w) for (h, w) in `region` (inside the image).
+template <class X>
+void local_mean(const At<X>& x, const At<Plane>& mean, const Stencil& st, const Region& region, Int samples) {
+  for_region("tessera::lcn::mean", samples, region, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
+    Acc sum = 0;
+    for (Int p = st.first(h); p < st.last(h, st.height); ++p)
+      for (Int q = st.first(w); q < st.last(w, st.width); ++q) {
+        const Acc weight = st.a(p) * st.a(q);
+        for (Int c = 0; c < st.channels; ++c) sum += weight * Acc(x(n, c, h + p - st.r, w + q - st.r));
+      }
+    mean(n, h, w) = sum / st.norm(h, w);
+  });
+}
+
+// sigma(n, h, w) for (h, w) in `region`; mean must be known within r of it.
+template <class X>
+void local_sigma(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Stencil& st,
+                 const Region& region, Int samples) {
+  for_region("tessera::lcn::sigma", samples, region, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
+    Acc sum = 0;
+    for (Int p = st.first(h); p < st.last(h, st.height); ++p)
+      for (Int q = st.first(w); q < st.last(w, st.width); ++q) {
+        const Int hh = h + p - st.r, ww = w + q - st.r;
+        const Acc weight = st.a(p) * st.a(q), m = mean(n, hh, ww);
+        for (Int c = 0; c < st.channels; ++c) {
+          const Acc v = Acc(x(n, c, hh, ww)) - m;
+          sum += weight * v * v;
+        }
+      }
+    sigma(n, h, w) = Kokkos::Experimental::sqrt(sum / st.norm(h, w));
+  });
+}
+
+// sums(n) = factor * the sum of plane(n, h, w) over `region`.
+inline void region_sums(const At<Plane>& plane, const Samples& sums, const Region& region, Acc factor) {
+  const Int cols = region.cols();
+  Kokkos::parallel_for(
+      "tessera::lcn::region_sums", Team(Int(sums.extent(0)), Kokkos::AUTO), KOKKOS_LAMBDA(const Team::member_type& team) {
+        const Int n = team.league_rank();
+        Acc total = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, region.rows() * cols),
+            [&](const Int i, Acc& s) { s += plane(n, region.h0 + i / cols, region.w0 + i % cols); }, total);
+        Kokkos::single(Kokkos::PerTeam(team), [&] { sums(n) = factor * total; });
+      });
+}
+
+// values(n) *= factor.
+inline void scale(const Samples& values, Acc factor) {
+  Kokkos::parallel_for(
+      "tessera::lcn::scale", Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, Int(values.extent(0))),
+      KOKKOS_LAMBDA(const Int n) { values(n) *= factor; });
+}
+
+// y(n, c, h, w) = (x - mean) / max(mu, sigma, floor) over `region` (the owned box).
+template <class X, class Y>
+void normalize(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Samples& mu, const At<Y>& y,
+               const Region& region, Int samples, Int channels, Acc floor) {
+  for_cells("tessera::lcn::normalize", samples, channels, region,
+            KOKKOS_LAMBDA(const Int n, const Int c, const Int h, const Int w) {
+              const Acc v = Acc(x(n, c, h, w)) - mean(n, h, w);
+              y(n, c, h, w) = static_cast<typename Y::non_const_value_type>(v / divisor(mu(n), sigma(n, h, w), floor));
+            });
+}
+
+// ---- backward: the adjoint of this rank's forward, from the owned dy ---------------------
+
+// With d = max(mu, sigma, floor) and dd = d(loss)/d(d) = -sum over c of dy * v / d^2 at
+// every owned (h, w): grad(n, h, w) = dd where sigma wins (else 0), dmu(n) = the sum of dd
+// where mu wins (this rank's part; summed over the spatial group by the caller).
+template <class X, class Dy>
+void divisor_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Samples& mu,
+                      const At<Dy>& dy, const At<Plane>& grad, const Samples& dmu, const Region& owned,
+                      Int channels, Acc floor) {
+  const Int cols = owned.cols();
+  Kokkos::parallel_for(
+      "tessera::lcn::divisor_gradient", Team(Int(dmu.extent(0)), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Team::member_type& team) {
+        const Int n = team.league_rank();
+        Acc total = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, owned.rows() * cols),
+            [&](const Int i, Acc& s) {
+              const Int h = owned.h0 + i / cols, w = owned.w0 + i % cols;
+              const Winner wins = winner(mu(n), sigma(n, h, w), floor);
+              const Acc d = divisor(mu(n), sigma(n, h, w), floor);
+              Acc dot = 0;
+              for (Int c = 0; c < channels; ++c) dot += Acc(dy(n, c, h, w)) * (Acc(x(n, c, h, w)) - mean(n, h, w));
+              const Acc dd = -dot / (d * d);
+              grad(n, h, w) = wins == Winner::sigma ? dd : 0.0;
+              if (wins == Winner::mean) s += dd;
+            },
+            total);
+        Kokkos::single(Kokkos::PerTeam(team), [&] { dmu(n) = total; });
+      });
+}
+
+// grad(n, h, w) <- d(loss)/d(sigma^2) / norm(h, w), from d(loss)/d(sigma) = grad + dmu(n) *
+// factor (factor = 1/(H*W): every sigma of the image enters mu alike). 0 where sigma = 0
+// (sqrt has no derivative there; such a cell's window is flat).
+inline void sigma_gradient(const At<Plane>& sigma, const At<Plane>& grad, const Samples& dmu, const Stencil& st,
+                           const Region& owned, Int samples, Acc factor) {
+  for_region("tessera::lcn::sigma_gradient", samples, owned, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
+    const Acc s = sigma(n, h, w);
+    grad(n, h, w) = s > 0 ? (grad(n, h, w) + dmu(n) * factor) / (2 * s) / st.norm(h, w) : 0.0;
+  });
+}
+
+// dv(n, c, h, w) over `ring` (the owned box grown by r, inside the image): the direct term
+// dy / d on owned cells, plus 2 v * (the Gaussian-weighted sum of grad over the owned
+// (h', w') whose window holds (h, w)).
+template <class X, class Dy>
+void centred_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Samples& mu,
+                      const At<Dy>& dy, const At<Plane>& grad, const At<Volume>& dv, const Stencil& st,
+                      const Region& ring, const Region& owned, Int samples, Acc floor) {
+  for_cells("tessera::lcn::centred_gradient", samples, st.channels, ring,
+            KOKKOS_LAMBDA(const Int n, const Int c, const Int h, const Int w) {
+              Acc spread = 0;
+              for (Int p = 0; p <= 2 * st.r; ++p)
+                for (Int q = 0; q <= 2 * st.r; ++q) {
+                  const Int oh = h - p + st.r, ow = w - q + st.r;  // the window of (oh, ow) reads (h, w) as tap (p, q)
+                  if (owned.contains(oh, ow)) spread += st.a(p) * st.a(q) * grad(n, oh, ow);
+                }
+              const Acc v = Acc(x(n, c, h, w)) - mean(n, h, w);
+              Acc direct = 0;
+              if (owned.contains(h, w)) direct = Acc(dy(n, c, h, w)) / divisor(mu(n), sigma(n, h, w), floor);
+              dv(n, c, h, w) = direct + 2 * v * spread;
+            });
+}
+
+// grad(n, h, w) = -sum over c of dv(n, c, h, w) / norm(h, w) over `ring`: the gradient of
+// the mean, divided by its normaliser.
+inline void mean_gradient(const At<Volume>& dv, const At<Plane>& grad, const Stencil& st, const Region& ring,
+                          Int samples) {
+  for_region("tessera::lcn::mean_gradient", samples, ring, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
+    Acc sum = 0;
+    for (Int c = 0; c < st.channels; ++c) sum += dv(n, c, h, w);
+    grad(n, h, w) = -sum / st.norm(h, w);
+  });
+}
+
+// dx(n, c, h, w) over `window` (every cell of dx's view): dv on the ring, plus the
+// Gaussian-weighted sum of the mean gradient over the ring cells whose window holds
+// (h, w); zero outside the image (padding takes no gradient).
+template <class Dx>
+void input_gradient(const At<Volume>& dv, const At<Plane>& grad, const At<Dx>& dx, const Stencil& st,
+                    const Region& ring, const Region& window, Int samples) {
+  for_cells("tessera::lcn::input_gradient", samples, st.channels, window,
+            KOKKOS_LAMBDA(const Int n, const Int c, const Int h, const Int w) {
+              Acc sum = 0;
+              if (h >= 0 && h < st.height && w >= 0 && w < st.width) {
+                if (ring.contains(h, w)) sum = dv(n, c, h, w);
+                for (Int p = 0; p <= 2 * st.r; ++p)
+                  for (Int q = 0; q <= 2 * st.r; ++q) {
+                    const Int mh = h - p + st.r, mw = w - q + st.r;
+                    if (ring.contains(mh, mw)) sum += st.a(p) * st.a(q) * grad(n, mh, mw);
+                  }
+              }
+              dx(n, c, h, w) = static_cast<typename Dx::non_const_value_type>(sum);
+            });
+}
+
+}  // namespace tessera::layers::lcn
