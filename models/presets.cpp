@@ -1,5 +1,6 @@
 #include "models/presets.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 
@@ -45,6 +46,7 @@ const std::vector<Preset>& presets() {
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const Preset& p : presets()) names.emplace_back(p.name);
+  std::sort(names.begin(), names.end());
   return names;
 }
 

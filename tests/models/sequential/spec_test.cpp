@@ -130,7 +130,7 @@ TEST(Sequential, ErrorsNameTheLayerIndexAndEntry) {
 TEST(Presets, UnknownNameListsThePresets) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const std::string message = error_of([&] { Sequential<float>("fashion-cnm", {1, 1, 28, 28}, self, 1); });
-  EXPECT_NE(message.find("denoise-fcn, fashion-cnn"), std::string::npos) << message;
+  EXPECT_NE(message.find("denoise-dilated, denoise-fcn, fashion-cnn"), std::string::npos) << message;
   EXPECT_NE(error_of([] { preset_spec("nope", {1, 1, 1, 1}); }).find("fashion-cnn"), std::string::npos);
 }
 
