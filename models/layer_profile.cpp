@@ -18,11 +18,9 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+// Interference (other processes, page faults) only ever adds time: the fastest run is the
+// layer's own cost.
+double fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
 }  // namespace
 
@@ -56,7 +54,7 @@ std::vector<LayerTiming> profile_layers(std::string_view model, const Shape4& in
       const double t2 = now();
       if (r > 0) forward.push_back(t1 - t0), backward.push_back(t2 - t1);
     }
-    timings.push_back({median(forward), median(backward)});
+    timings.push_back({fastest(forward), fastest(backward)});
     shape = out;
   }
   return timings;

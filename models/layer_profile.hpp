@@ -2,7 +2,8 @@
 // profile_layers: the measured compute input of the performance model (models/perf_model.hpp).
 // Each layer of a model runs alone, forward then backward, on an input held whole by this
 // rank (a one-rank grid over MPI_COMM_SELF, so the halo is only the image border's
-// padding); the median of `repeats` timed runs after one warm-up. Only one layer's arrays
+// padding); the fastest of `repeats` timed runs after one warm-up (interference from other
+// processes only adds time). Only one layer's arrays
 // exist at a time, so a megapixel probe costs four activations of memory, not the model's.
 
 #include <string_view>
