@@ -14,6 +14,7 @@
 #include "layers/grad_reduce.hpp"
 #include "layers/loss/classification.hpp"
 #include "layers/loss/mse.hpp"
+#include "models/auto_grid.hpp"
 #include "models/checkpoint_content.hpp"
 #include "models/input_noise.hpp"
 #include "models/metrics_log.hpp"
@@ -59,10 +60,17 @@ void check_options(const TrainerOptions& o) {
   require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
 }
 
-GridDims grid_dims(const std::string& text, MPI_Comm comm) {
-  int ranks = 1;
-  MPI_Comm_size(comm, &ranks);
-  return text == "auto" ? default_grid(ranks) : parse_grid(text);
+// --grid auto: the performance model (models/auto_grid.hpp, docs/performance.md) predicts
+// a step of this model, batch and sample shape on every factorization of the rank count
+// and picks the fastest — arithmetic only, so every rank picks the same grid. Rank 0 says
+// which grid and why, since the choice changes what a step costs.
+GridDims grid_dims(const TrainerOptions& o, MPI_Comm comm, const Line& say) {
+  if (o.grid != "auto") return parse_grid(o.grid);
+  const AutoGrid choice = choose_auto_grid(o.model, o.data, o.batch, o.halo, comm);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0 && !choice.reason.empty()) say(choice.reason);
+  return choice.dims;
 }
 
 OptimizerSettings scaled(OptimizerSettings s, const TrainerOptions& o) {
@@ -75,7 +83,7 @@ class Run {
   Run(const TrainerOptions& o, MPI_Comm comm, const Line& say)
       : o_(o),
         say_(say),
-        grid_(comm, grid_dims(o.grid, comm)),
+        grid_(comm, grid_dims(o, comm, say)),
         rank0_(grid_.rank() == 0),
         data_(o.data, grid_.comm()),
         spec_(resolve_model(o.model, data_.batch_shape(o.batch))),

@@ -1,0 +1,371 @@
+// bench_scaling: what one training step of a conv net costs on P ranks and one process
+// grid — forward, MSE loss against a target, backward, gradient allreduce, SGD update,
+// exactly as tessera-train takes it — split into compute, exposed halo exchange
+// (halo::exposed_wait_seconds) and gradient allreduce; the median over repeats after
+// warm-up, next to the performance model's prediction (models/perf_model.hpp).
+//
+//   mpiexec -n P bench_scaling [--model denoise-fcn] [--shape 1x1x1024x1024] [--grid auto]
+//                              [--warmup 1] [--repeats 3] [--overlap on|off]
+//                              [--profile FILE]   write per-layer timings of this shape (P = 1)
+//                              [--timings FILE]   predict from a --profile of a probe shape
+//                              [--machine FILE]   override model machine fields (name value)
+//                              [--measure-links FILE]  ping-pong ranks 0 and 1, write the fields, exit
+//                              [--label TEXT]
+//
+// One JSON line per run on stdout (rank 0). Times are means over ranks of each repeat,
+// then the median over repeats; compute = step - halo - allreduce, so it includes halo
+// pack/unpack, the loss and the optimizer. bench/scaling/run.sh drives strong and weak
+// scaling and writes tables and plots into bench/results/.
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "distarray/runtime.hpp"
+#include "halo/wait_clock.hpp"
+#include "layers/grad_reduce.hpp"
+#include "layers/loss/mse.hpp"
+#include "models/input_noise.hpp"
+#include "models/layer_profile.hpp"
+#include "models/optimizer_factory.hpp"
+#include "models/perf_model.hpp"
+#include "models/presets.hpp"
+#include "models/sequential.hpp"
+
+namespace {
+
+using namespace tessera;
+
+struct Options {
+  std::string model = "denoise-fcn";
+  Shape4 shape{1, 1, 1024, 1024};
+  std::string grid = "auto";
+  int warmup = 1;
+  int repeats = 3;
+  layers::WindowedConfig halo;
+  std::string profile, timings, machine, measure_links, label;
+  bool help = false;
+};
+
+const char* const kUsage =
+    "usage: bench_scaling [--model M] [--shape NxCxHxW] [--grid NxHxW|auto] [--warmup N] [--repeats N]\n"
+    "                     [--overlap on|off] [--profile FILE] [--timings FILE] [--machine FILE]\n"
+    "                     [--measure-links FILE] [--label TEXT]\n";
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  for (std::size_t end; (end = text.find(sep, pos)) != std::string::npos; pos = end + 1)
+    parts.push_back(text.substr(pos, end - pos));
+  parts.push_back(text.substr(pos));
+  return parts;
+}
+
+std::int64_t positive(const std::string& text, const char* what) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 1)
+    throw std::invalid_argument(std::string(what) + " '" + text + "' is not a positive integer");
+  return v;
+}
+
+Shape4 parse_shape(const std::string& text) {
+  const auto parts = split(text, 'x');
+  if (parts.size() != 4) throw std::invalid_argument("--shape '" + text + "' is not NxCxHxW");
+  Shape4 s{};
+  for (int d = 0; d < kDims; ++d) s[d] = positive(parts[static_cast<std::size_t>(d)], "--shape");
+  return s;
+}
+
+std::string shape_text(const Shape4& s) {
+  return std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" + std::to_string(s[2]) + "x" + std::to_string(s[3]);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      o.help = true;
+      return o;
+    }
+    if (i + 1 >= argc) throw std::invalid_argument("option " + flag + " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--model") o.model = value;
+    else if (flag == "--shape") o.shape = parse_shape(value);
+    else if (flag == "--grid") o.grid = value;
+    else if (flag == "--warmup") o.warmup = static_cast<int>(std::strtol(value.c_str(), nullptr, 10));
+    else if (flag == "--repeats") o.repeats = static_cast<int>(positive(value, "--repeats"));
+    else if (flag == "--overlap") {
+      if (value != "on" && value != "off") throw std::invalid_argument("--overlap must be on or off");
+      o.halo.overlap = value == "on" ? layers::Overlap::on : layers::Overlap::off;
+    } else if (flag == "--profile") o.profile = value;
+    else if (flag == "--timings") o.timings = value;
+    else if (flag == "--machine") o.machine = value;
+    else if (flag == "--measure-links") o.measure_links = value;
+    else if (flag == "--label") o.label = value;
+    else throw std::invalid_argument("unknown option " + flag);
+  }
+  if (o.warmup < 0) throw std::invalid_argument("--warmup must not be negative");
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double mean_over_ranks(double v, MPI_Comm comm) {
+  double sum = 0;
+  int size = 1;
+  MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Comm_size(comm, &size);
+  return sum / size;
+}
+
+// ---- files: "name value" lines, '#' comments ----------------------------------------
+
+std::vector<std::pair<std::string, std::string>> read_fields(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read '" + path + "'");
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string name, rest;
+    words >> name;
+    std::getline(words >> std::ws, rest);
+    if (!name.empty()) fields.emplace_back(name, rest);
+  }
+  return fields;
+}
+
+void apply_machine_file(models::Machine& m, const std::string& path) {
+  for (const auto& [name, value] : read_fields(path)) models::set_machine_field(m, name, std::stod(value));
+}
+
+// Profile file: "probe NxCxHxW", "share S", then "layer <i> <forward_s> <backward_s> <spec entry>".
+struct Profile {
+  Shape4 probe{};
+  double share = 1;
+  std::vector<models::LayerTiming> timings;
+};
+
+void write_profile(const std::string& path, const std::string& model, const Shape4& probe, double share,
+                   const std::vector<models::LayerTiming>& t, const models::PerfModel& perf) {
+  std::ofstream out(path);
+  out << "# bench_scaling --profile: model " << model << ", each layer alone on one rank\n";
+  out << "probe " << shape_text(probe) << "\nshare " << share << "\n" << std::setprecision(9);
+  for (std::size_t i = 0; i < t.size(); ++i)
+    out << "layer " << i << " " << t[i].forward_s << " " << t[i].backward_s << " " << perf.layer(i).kind() << "\n";
+  if (!out) throw std::runtime_error("cannot write '" + path + "'");
+}
+
+Profile read_profile(const std::string& path) {
+  Profile p;
+  for (const auto& [name, value] : read_fields(path)) {
+    std::istringstream words(value);
+    if (name == "probe") p.probe = parse_shape(value);
+    else if (name == "share") words >> p.share;
+    else if (name == "layer") {
+      std::size_t index = 0;
+      models::LayerTiming t;
+      words >> index >> t.forward_s >> t.backward_s;
+      if (!words || index != p.timings.size()) throw std::runtime_error("'" + path + "': bad layer line '" + value + "'");
+      p.timings.push_back(t);
+    }
+  }
+  return p;
+}
+
+// ---- link parameters: ping-pong between ranks 0 and 1 -------------------------------
+
+// Half the round-trip time of `bytes`: batches of `trips` back-to-back round trips, the
+// fastest batch's mean (other processes share the cores and preempt some batches).
+double one_way_seconds(std::size_t bytes, int trips, MPI_Comm comm, int rank) {
+  std::vector<char> buffer(std::max<std::size_t>(bytes, 1));
+  double best = 1e30;
+  for (int batch = 0; batch < 40; ++batch) {
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    for (int t = 0; t < trips; ++t) {
+      if (rank == 0) {
+        MPI_Send(buffer.data(), static_cast<int>(bytes), MPI_BYTE, 1, 0, comm);
+        MPI_Recv(buffer.data(), static_cast<int>(bytes), MPI_BYTE, 1, 0, comm, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(buffer.data(), static_cast<int>(bytes), MPI_BYTE, 0, 0, comm, MPI_STATUS_IGNORE);
+        MPI_Send(buffer.data(), static_cast<int>(bytes), MPI_BYTE, 0, 0, comm);
+      }
+    }
+    const double one_way = (MPI_Wtime() - t0) / (2.0 * trips);
+    if (batch > 0) best = std::min(best, one_way);  // batch 0: warm-up
+  }
+  MPI_Bcast(&best, 1, MPI_DOUBLE, 0, comm);
+  return best;
+}
+
+int measure_links(const tessera::Runtime& runtime, const std::string& path) {
+  if (runtime.size() < 2) throw std::invalid_argument("--measure-links needs at least 2 ranks");
+  const MPI_Comm comm = runtime.world();
+  const std::size_t big = std::size_t{1} << 22;
+  const double latency = one_way_seconds(8, 20, comm, runtime.rank());
+  const double big_s = one_way_seconds(big, 4, comm, runtime.rank());
+  if (runtime.rank() == 0) {
+    std::ofstream out(path);
+    out << "# bench_scaling --measure-links: MPI ping-pong between ranks 0 and 1 (same node)\n"
+        << std::setprecision(6) << "intra_latency_s " << latency << "\nintra_bandwidth "
+        << static_cast<double>(big) / std::max(big_s - latency, 1e-9) << "\n";
+    if (!out) throw std::runtime_error("cannot write '" + path + "'");
+    std::printf("links: latency %.2f us, bandwidth %.2f GB/s -> %s\n", latency * 1e6,
+                static_cast<double>(big) / (big_s - latency) / 1e9, path.c_str());
+  }
+  return 0;
+}
+
+// ---- the step ----------------------------------------------------------------------
+
+struct Sample {
+  double step = 0, halo = 0, allreduce = 0;
+};
+
+std::string json_prediction(const models::StepPrediction& p, const char* source) {
+  std::ostringstream out;
+  out << std::setprecision(6) << "{\"source\": \"" << source << "\", \"step_s\": " << p.total_s()
+      << ", \"compute_s\": " << p.compute_s << ", \"halo_s\": " << p.halo_s << ", \"allreduce_s\": " << p.allreduce_s
+      << ", \"halo_bytes\": " << p.halo_bytes << ", \"allreduce_bytes\": " << p.allreduce_bytes << "}";
+  return out.str();
+}
+
+int run(const tessera::Runtime& runtime, const Options& o) {
+  const bool root = runtime.rank() == 0;
+  const int ranks = runtime.size();
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+
+  // The machine as the model sees this run: one node, its cores shared by the ranks.
+  models::Machine machine = models::Machine::cpu_core();
+#ifdef KOKKOS_ENABLE_CUDA
+  machine = models::Machine::h100_node();
+#endif
+  machine.ranks_per_node = ranks;
+#ifndef KOKKOS_ENABLE_CUDA
+  machine.devices_per_node = cores;
+  machine.devices_per_rank = threads;
+#endif
+  if (!o.machine.empty()) apply_machine_file(machine, o.machine);
+  models::PerfModel perf(o.model, o.shape, machine);
+  perf.set_overlap(o.halo.overlap == layers::Overlap::on);
+
+  if (!o.profile.empty()) {
+    if (ranks != 1) throw std::invalid_argument("--profile measures one rank alone: run it with 1 rank");
+    const auto timings = models::profile_layers(o.model, o.shape, o.repeats, o.halo);
+    write_profile(o.profile, o.model, o.shape, machine.rank_share(1), timings, perf);
+    perf.use_timings(timings, o.shape, machine.rank_share(1));
+  }
+  const char* source = o.profile.empty() ? "roofline" : "profile";
+  if (!o.timings.empty()) {
+    const Profile p = read_profile(o.timings);
+    perf.use_timings(p.timings, p.probe, p.share);
+    source = "profile";
+  }
+
+  const std::vector<models::StepPrediction> ranking = perf.ranking(ranks);
+  if (ranking.empty()) throw std::invalid_argument("no grid of " + std::to_string(ranks) + " ranks fits the model");
+  const GridDims dims = o.grid == "auto" ? ranking.front().grid : parse_grid(o.grid);
+  const models::StepPrediction predicted = perf.predict(dims);
+
+  ProcessGrid grid(runtime.world(), dims);
+  models::Sequential<float> model(o.model, o.shape, grid, 1);
+  model.set_halo_config(o.halo);
+  layers::Tensor<float> target(model.output_grid(), model.shape(model.size()), HaloWidths{}, "target");
+  models::add_gaussian_noise(model.input(), 1.0, 1, 1);
+  models::add_gaussian_noise(target, 1.0, 2, 1);
+  models::OptimizerSettings sgd;
+  sgd.lr = 1e-6;
+  auto optimizer = models::make_optimizer(sgd, model.parameters(), grid);
+
+  std::vector<Sample> samples;
+  for (int r = 0; r < o.warmup + o.repeats; ++r) {
+    Kokkos::fence();
+    MPI_Barrier(grid.comm());
+    const double t0 = MPI_Wtime(), halo0 = halo::exposed_wait_seconds();
+    const layers::Tensor<float>& out = model.forward(model.input());
+    layers::mse_loss(out, target.owned(), model.output_gradient());
+    model.zero_grad();
+    model.backward(model.output_gradient());
+    Kokkos::fence();
+    const double reduce0 = MPI_Wtime();
+    layers::reduce_gradients(model.parameters(), grid);
+    const double reduce_s = MPI_Wtime() - reduce0;
+    optimizer->step();
+    Kokkos::fence();
+    Sample s{MPI_Wtime() - t0, halo::exposed_wait_seconds() - halo0, reduce_s};
+    s = {mean_over_ranks(s.step, grid.comm()), mean_over_ranks(s.halo, grid.comm()),
+         mean_over_ranks(s.allreduce, grid.comm())};
+    if (r >= o.warmup) samples.push_back(s);
+  }
+  if (!root) return 0;
+
+  std::vector<double> step, halo, allreduce, compute;
+  for (const Sample& s : samples) {
+    step.push_back(s.step), halo.push_back(s.halo), allreduce.push_back(s.allreduce);
+    compute.push_back(s.step - s.halo - s.allreduce);
+  }
+  std::ostringstream line;
+  line << std::setprecision(6) << "{\"bench\": \"scaling\", \"label\": \"" << o.label << "\", \"model\": \"" << o.model
+       << "\", \"shape\": \"" << shape_text(o.shape) << "\", \"ranks\": " << ranks << ", \"grid\": \""
+       << format_grid(dims) << "\", \"threads_per_rank\": " << threads << ", \"cores\": " << cores
+       << ", \"oversubscribed\": " << (ranks * threads > cores ? "true" : "false")
+       << ", \"overlap\": \"" << (o.halo.overlap == layers::Overlap::on ? "on" : "off") << "\", \"warmup\": " << o.warmup
+       << ", \"repeats\": " << o.repeats << ", \"parameters\": " << model.parameter_count()
+       << ", \"step_s\": " << median(step) << ", \"compute_s\": " << median(compute) << ", \"halo_s\": " << median(halo)
+       << ", \"allreduce_s\": " << median(allreduce) << ", \"step_s_min\": " << *std::min_element(step.begin(), step.end())
+       << ", \"step_s_max\": " << *std::max_element(step.begin(), step.end())
+       << ", \"predicted\": " << json_prediction(predicted, source) << ", \"model_choice\": \""
+       << format_grid(ranking.front().grid) << "\", \"ranking\": [";
+  for (std::size_t i = 0; i < ranking.size(); ++i)
+    line << (i ? ", " : "") << "{\"grid\": \"" << format_grid(ranking[i].grid) << "\", \"step_s\": " << ranking[i].total_s()
+         << "}";
+  line << "]}";
+  std::printf("%s\n", line.str().c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tessera::Runtime runtime(argc, argv);
+  Options options;
+  try {
+    options = parse(argc, argv);
+  } catch (const std::exception& e) {
+    if (runtime.rank() == 0) std::fprintf(stderr, "bench_scaling: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+  if (options.help) {
+    if (runtime.rank() == 0) std::printf("%s", kUsage);
+    return 0;
+  }
+  try {
+    if (!options.measure_links.empty()) return measure_links(runtime, options.measure_links);
+    return run(runtime, options);
+  } catch (const std::exception& e) {
+    // Argument-dependent failures (a grid that does not fit, a bad file) happen alike on
+    // every rank.
+    std::fprintf(stderr, "bench_scaling (rank %d): %s\n", runtime.rank(), e.what());
+    return 1;
+  }
+}

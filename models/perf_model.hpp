@@ -1,0 +1,178 @@
+#pragma once
+// PerfModel: predicts the time of one training step — forward, loss, backward, gradient
+// allreduce, optimizer — of a Sequential model on any process grid, from arithmetic alone
+// (no communication, the same numbers on every rank), and ranks the grids of a rank count.
+// tessera-train --grid auto runs the fastest (models/auto_grid.hpp); docs/performance.md
+// states the assumptions and checks the predictions against bench/scaling.
+//
+// A step, for each of a few representative ranks (the tile corners, edges and the middle;
+// the slowest one is the prediction):
+//   compute    every layer forward and backward: a roofline, max(FLOPs / flop_rate,
+//              bytes / memory_bandwidth), plus a fixed cost per kernel call (the overlapped
+//              forward is one call per border strip more) — or, when measured timings are
+//              given, the probe's seconds scaled by the tile's share of the probe's cells;
+//              divided by the rank's share of its node's devices (2 ranks per core: half);
+//              plus halo pack and unpack (bytes / pack_bandwidth + a cost per contiguous
+//              run: a column halo in NCHW is one run per row) and the layers' own small
+//              collectives (batch norm statistics, the head's partial sums, the loss);
+//   halo       per exchange, latency per message + bytes / bandwidth, by link (same node or
+//              not; ranks are numbered row-major over the grid and packed onto nodes in
+//              order), minus what interior work hides (overlap × the interior part of the
+//              forward, × the weight gradient in backward);
+//   allreduce  the fused gradient buckets (layers/grad_reduce.hpp) over all ranks and over
+//              the sample group: 2·⌈log2 g⌉ latencies + 2·(g−1)/g · bytes / bandwidth (the
+//              reduce-scatter + allgather bound), plus staging through the host.
+// Halo traffic is exact: per peer the cells of owned(peer) ∩ window(me) (fill) and of
+// owned(me) ∩ window(peer), the boxes halo::Plan computes; backward's accumulate sends them
+// the other way. Not modelled: waiting for a slower neighbour (it appears as exposed halo
+// time in measurements), contention between messages, the tile shape's effect on kernel
+// efficiency beyond the per-call cost, oversubscribed scheduling.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "distarray/box.hpp"
+#include "distarray/distribution.hpp"
+#include "distarray/process_grid.hpp"
+#include "layers/layer.hpp"
+#include "models/layer_registry.hpp"
+
+namespace tessera::models {
+
+struct Link {
+  double latency_s = 0;
+  double bandwidth = 1;  // bytes per second, one direction
+};
+
+// What one node offers a rank. The named machines state their numbers in the .cpp.
+struct Machine {
+  std::string name;
+  double flop_rate = 1;          // sustained convolution / GEMM FLOP/s of one device (core or GPU)
+  double memory_bandwidth = 1;   // bytes/s one device streams in elementwise kernels
+  double kernel_overhead_s = 0;  // fixed cost of one kernel or library call
+  int ranks_per_node = 1;        // consecutive ranks share a node
+  int devices_per_node = 1;      // cores or GPUs the ranks of a node share
+  double devices_per_rank = 1;   // at most this many devices serve one rank (its threads; 1 GPU)
+  Link intra_node, inter_node;
+  double pack_bandwidth = 1;     // bytes/s of halo pack or unpack
+  double pack_run_s = 0;         // extra cost per contiguous run packed or unpacked
+  double overlap = 0;            // fraction of a halo transfer that concurrent work can hide, [0, 1]
+  double staging_bandwidth = 0;  // bytes/s device <-> host for the gradient allreduce; 0: none
+
+  // One rank per core of this project's CPU build (oneDNN fp32, MPICH shared memory).
+  static Machine cpu_core();
+  // An H100 SXM node: 8 GPUs on NVLink, 400 Gb/s between nodes (docs/performance.md).
+  static Machine h100_node();
+  // The build's machine (cpu_core or h100_node) with `ranks_per_node` and, on CPUs, the
+  // node's cores.
+  static Machine for_this_build(int ranks_per_node);
+
+  // Devices serving one rank when `ranks_on_node` ranks share the node.
+  double rank_share(int ranks_on_node) const;
+  std::string describe() const;  // one line of every number
+};
+
+// Sets the Machine field `name` to `value`: flop_rate, memory_bandwidth, kernel_overhead_s,
+// ranks_per_node, devices_per_node, devices_per_rank, intra_latency_s, intra_bandwidth,
+// inter_latency_s, inter_bandwidth, pack_bandwidth, pack_run_s, overlap,
+// staging_bandwidth. Throws std::invalid_argument listing them for any other name, and
+// for a value out of range (a non-positive rate or count, overlap outside [0, 1]).
+void set_machine_field(Machine& machine, const std::string& name, double value);
+
+// Measured seconds of one layer's forward and backward on a probe input held by one rank.
+struct LayerTiming {
+  double forward_s = 0;
+  double backward_s = 0;
+};
+
+// Halo traffic of one exchange for one rank, in elements.
+struct HaloTraffic {
+  std::int64_t send_cells = 0, receive_cells = 0;
+  int send_messages = 0, receive_messages = 0;
+};
+
+// The forward fill of `layer`'s input window on `input` (its input distribution) for
+// `rank`: what it receives (owned(q) ∩ window(rank)) and sends (owned(rank) ∩ window(q)).
+// The backward accumulate moves the same boxes the other way. Zero when every window lies
+// in its owned box (no exchange is made then).
+HaloTraffic fill_traffic(const layers::Layer<float>& layer, const Distribution& input, int rank);
+
+struct LayerPrediction {
+  std::string text;            // the spec entry
+  double compute_s = 0;        // forward + backward kernels, pack/unpack, own collectives
+  double halo_s = 0;           // exposed transfer, forward + backward
+  std::int64_t halo_bytes = 0; // sent by the predicted rank, forward + backward
+};
+
+struct StepPrediction {
+  GridDims grid{};
+  int rank = 0;                  // the slowest representative rank, whose numbers these are
+  double compute_s = 0, halo_s = 0, allreduce_s = 0;
+  double total_s() const { return compute_s + halo_s + allreduce_s; }
+  std::int64_t halo_bytes = 0;       // sent per step by that rank
+  std::int64_t allreduce_bytes = 0;  // gradient bytes each rank reduces per step
+  std::vector<LayerPrediction> layers;
+};
+
+class PerfModel {
+ public:
+  // `model`: preset or spec, as Sequential takes it; input: global (N, C, H, W). Builds the
+  // layers (no grid, no communication). Throws std::invalid_argument as Sequential would
+  // for a spec it cannot build.
+  PerfModel(std::string_view model, const Shape4& input, Machine machine,
+            const LayerRegistry& registry = LayerRegistry::global());
+  ~PerfModel();
+  PerfModel(const PerfModel&) = delete;
+  PerfModel& operator=(const PerfModel&) = delete;
+
+  // Replaces the roofline by measured times, one per layer, taken on `probe` (a global
+  // input shape held whole by one rank of share `probe_share` devices).
+  void use_timings(std::vector<LayerTiming> timings, const Shape4& probe, double probe_share = 1);
+  const Machine& machine() const { return machine_; }
+  void set_machine(Machine machine) { machine_ = std::move(machine); }
+  void set_overlap(bool on) { overlap_on_ = on; }  // tessera-train --overlap
+
+  // Why `grid` cannot run the model (an activation it would cut into empty tiles, a layer
+  // with parameters after the head), or nothing.
+  std::optional<std::string> why_invalid(const GridDims& grid) const;
+  // Throws std::invalid_argument when the grid is invalid.
+  StepPrediction predict(const GridDims& grid) const;
+  // Every valid pn x ph x pw == ranks, fastest first (ties: fewer sample groups first).
+  std::vector<StepPrediction> ranking(int ranks) const;
+  // The fastest valid grid; throws std::invalid_argument naming why when none is valid.
+  StepPrediction best(int ranks) const;
+
+  std::size_t size() const;
+  const Shape4& shape(std::size_t activation) const;  // 0: input
+  const layers::Layer<float>& layer(std::size_t i) const;
+  std::int64_t parameter_count() const;
+
+  struct Facts;  // per layer, built once (perf_model.cpp)
+
+ private:
+  struct Work {
+    double forward_s = 0, backward_s = 0;
+  };
+  // Layer i's kernels on a rank owning `out_tile` and reading `in_tile`, at `share` devices.
+  Work layer_work(std::size_t i, const Box& out_tile, const Box& in_tile, double share) const;
+
+  std::vector<Facts> facts_;
+  std::vector<Shape4> shapes_;
+  Machine machine_;
+  std::vector<LayerTiming> timings_;
+  Shape4 probe_{};
+  double probe_share_ = 1;
+  bool overlap_on_ = true;
+};
+
+// Every {pn, ph, pw} with pn * ph * pw == ranks, pn ascending then ph ascending.
+std::vector<GridDims> factorizations(int ranks);
+
+// Seconds of an allreduce of `bytes` over `group` ranks on `link`.
+double allreduce_seconds(double bytes, int group, const Link& link);
+
+}  // namespace tessera::models
