@@ -62,6 +62,20 @@ TEST(Le2012Preset, FormulaMatchesTheBuiltModel) {
   EXPECT_EQ(built_count(le2012_spec(odd), rect), le2012_parameter_count(odd, rect));
 }
 
+TEST(Le2012Preset, BytesPerRankOnOneRank) {
+  // One rank holds every parameter and its gradient, and every activation with its halo.
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const Shape4 small{2, 1, 60, 60};
+  Sequential<float> net("le2012(maps=1,stride=1)", small, self, /*seed=*/1);
+  EXPECT_EQ(net.local_parameter_bytes(), 2 * 4 * net.parameter_count());
+  std::int64_t owned = 0;
+  for (std::size_t i = 0; i <= net.size(); ++i) {
+    const Shape4& s = net.shape(i);
+    owned += s[0] * s[1] * s[2] * s[3];
+  }
+  EXPECT_GE(net.local_activation_bytes(), 2 * 4 * owned);  // halos come on top
+}
+
 TEST(Le2012Preset, BillionParameterInstancesByHand) {
   // Stride 1 on 200x200x3: 183, 166, 149 outputs per side; 3*18*18+1 = 973, K*324+1.
   const auto stride1 = [](std::int64_t k) {
