@@ -95,9 +95,10 @@ struct AveragePolicy {
 };
 
 struct L2Policy {
+  double eps;  // Pool2dOptions::eps
   template <class W>
   KOKKOS_INLINE_FUNCTION auto value(const W& w) const {
-    decltype(w.at(0, 0) + 0) sum = static_cast<decltype(sum)>(kL2PoolEps);
+    decltype(w.at(0, 0) + 0) sum = static_cast<decltype(sum)>(eps);
     for (Int i = 0; i < w.t.kh; ++i)
       for (Int j = 0; j < w.t.kw; ++j)
         if (w.inside(i, j)) sum += w.at(i, j) * w.at(i, j);
@@ -164,7 +165,7 @@ void with_policy(const Pool2dOptions& options, const F& f) {
   switch (options.kind) {
     case PoolKind::max: return f(MaxPolicy{});
     case PoolKind::average: return f(AveragePolicy{options.count_include_pad});
-    case PoolKind::l2: return f(L2Policy{});
+    case PoolKind::l2: return f(L2Policy{options.eps});
   }
 }
 

@@ -1,5 +1,7 @@
 #include "layers/pool2d_options.hpp"
 
+#include <exception>
+#include <iomanip>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -28,6 +30,16 @@ Pool2dOptions Pool2dOptions::parse(PoolKind kind, std::string_view text) {
   o.pad = take_padding(spec);
   // Only average pooling has the option: elsewhere it stays unknown and finish() names it.
   if (kind == PoolKind::average) o.count_include_pad = spec.take_bool("count_include_pad").value_or(true);
+  if (kind == PoolKind::l2)
+    if (const auto eps = spec.take_string("eps")) {
+      std::size_t used = 0;
+      try {
+        o.eps = std::stod(*eps, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != eps->size()) throw std::invalid_argument(spec.kind() + ": option eps=" + *eps + " is not a number");
+    }
   o.windowed.overlap = spec.take_bool("overlap").value_or(true) ? Overlap::on : Overlap::off;
   spec.finish();
   o.validate();
@@ -42,6 +54,7 @@ std::string Pool2dOptions::to_spec() const {
   put_pair(s, "dilation", "dh", "dw", dh, dw, 1, 1);
   put_padding(s, pad);
   if (!count_include_pad) s << ",count_include_pad=false";
+  if (eps != kL2PoolEps) s << ",eps=" << std::setprecision(17) << eps;
   if (windowed.overlap == Overlap::off) s << ",overlap=off";
   return s.str();
 }
@@ -56,6 +69,8 @@ void Pool2dOptions::validate() const {
   require(dh >= 1 && dw >= 1, "dilation must be >= 1, got " + std::to_string(dh) + "x" + std::to_string(dw));
   require(pad.top >= 0 && pad.bottom >= 0 && pad.left >= 0 && pad.right >= 0, "padding must be >= 0");
   require(count_include_pad || kind == PoolKind::average, "count_include_pad applies to avgpool only");
+  require(eps == kL2PoolEps || kind == PoolKind::l2, "eps applies to l2pool only");
+  require(eps >= 0, "eps must be >= 0, got " + std::to_string(eps));
 }
 
 }  // namespace tessera::layers

@@ -4,7 +4,8 @@
 //
 // Spec keys: k | kh,kw (required); stride | sh,sw (default: the kernel, as in PyTorch);
 // dilation | dh,dw; pad | pad_top,pad_bottom,pad_left,pad_right; overlap (on/off);
-// avgpool only: count_include_pad (true/false, default true).
+// avgpool only: count_include_pad (true/false, default true); l2pool only: eps (>= 0,
+// default kL2PoolEps).
 
 #include <cstdint>
 #include <string>
@@ -34,6 +35,9 @@ struct Pool2dOptions {
   // Average pooling divides by kh*kw (padding cells count as zeros, PyTorch's default) when
   // true, by the number of taps inside the image when false.
   bool count_include_pad = true;
+  // L2 pooling only: sqrt(eps + sum of squares). The TICA sparsity penalty (Le et al. 2012,
+  // sum_j sqrt(eps + H_j (W x)^2)) sets its own eps; other kinds reject the option.
+  double eps = kL2PoolEps;
   WindowedConfig windowed;  // overlap and halo transport (not part of the math)
 
   // Parses the text inside maxpool(...)/avgpool(...)/l2pool(...). Throws

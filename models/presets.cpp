@@ -2,28 +2,49 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <stdexcept>
+#include <utility>
+
+#include "layers/spec_options.hpp"
 
 namespace tessera::models {
 namespace {
 
+using layers::SpecOptions;
+
 struct Preset {
   const char* name;
-  std::function<std::string(const Shape4& input)> spec;
+  // Takes the options it understands from `options`; preset_spec rejects the rest.
+  std::function<std::string(const Shape4& input, SpecOptions& options)> spec;
 };
+
+// "name(options)" -> (name, options); "name" -> (name, "").
+std::pair<std::string_view, std::string_view> split_call(std::string_view text) {
+  const auto open = text.find('(');
+  if (open == std::string_view::npos || text.empty() || text.back() != ')') return {text, {}};
+  return {text.substr(0, open), text.substr(open + 1, text.size() - open - 2)};
+}
+
+// The le2012 family: `defaults` changed by maps= and stride= from the text.
+std::string le2012_from(Le2012Options defaults, SpecOptions& options) {
+  if (auto maps = options.take_int("maps")) defaults.maps = *maps;
+  if (auto stride = options.take_int("stride")) defaults.stride = *stride;
+  return le2012_spec(defaults);
+}
 
 // Batch statistics over every rank (stats=all) keep the model's result independent of
 // the process grid, as PyTorch's BatchNorm2d over the global batch.
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all{
-      {"denoise-fcn",
-       [](const Shape4& input) {
-         // "Same" padding throughout: any H x W, output shaped as the input (MSE vs clean).
-         return "conv(out=32,k=3,pad=1),relu,conv(out=32,k=3,pad=1),relu,conv(out=32,k=3,pad=1),relu,"
-                "conv(out=" + std::to_string(input[C]) + ",k=3,pad=1)";
+      {"cots-11b",
+       [](const Shape4&, SpecOptions& options) {
+         // Coates et al. 2013 (COTS HPC) scale: 25 untied maps at stride 1, 10.9e9
+         // parameters on 200x200x3 (docs/models.md).
+         return le2012_from({.maps = 25, .stride = 1}, options);
        }},
       {"denoise-dilated",
-       [](const Shape4& input) {
+       [](const Shape4& input, SpecOptions&) {
          // Dilations 1-2-4-8-1 (context aggregation, Yu & Koltun 2016): a 33x33 receptive
          // field for 39k parameters at full resolution, for megapixel images. The widest
          // window reaches 8 pixels past a tile: the halo, not the model, pays for context.
@@ -31,14 +52,50 @@ const std::vector<Preset>& presets() {
                 "conv(out=32,k=3,pad=4,dilation=4),relu,conv(out=32,k=3,pad=8,dilation=8),relu,"
                 "conv(out=32,k=3,pad=1),relu,conv(out=" + std::to_string(input[C]) + ",k=3,pad=1)";
        }},
+      {"denoise-fcn",
+       [](const Shape4& input, SpecOptions&) {
+         // "Same" padding throughout: any H x W, output shaped as the input (MSE vs clean).
+         return "conv(out=32,k=3,pad=1),relu,conv(out=32,k=3,pad=1),relu,conv(out=32,k=3,pad=1),relu,"
+                "conv(out=" + std::to_string(input[C]) + ",k=3,pad=1)";
+       }},
       {"fashion-cnn",
-       [](const Shape4&) {
+       [](const Shape4&, SpecOptions&) {
          return std::string(
              "conv(out=32,k=3,pad=1),batchnorm(stats=all),relu,maxpool(k=2),"
              "conv(out=64,k=3,pad=1),batchnorm(stats=all),relu,maxpool(k=2),flatten,linear(out=10)");
        }},
+      {"le2012",
+       [](const Shape4&, SpecOptions& options) {
+         // Le et al. 2012's stage three times; stride 2 keeps it at 98e6 parameters on
+         // 200x200x3 (their stride-1 network is le2012(stride=1): 1.29e9).
+         return le2012_from({}, options);
+       }},
+      {"le2012-1b",
+       [](const Shape4&, SpecOptions& options) {
+         // The "1 billion parameter" scale: 7 maps at stride 1, 1.018e9 on 200x200x3.
+         return le2012_from({.maps = 7, .stride = 1}, options);
+       }},
   };
   return all;
+}
+
+const Preset* find_preset(std::string_view name) {
+  for (const Preset& p : presets())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+void check_positive(std::int64_t value, const char* what) {
+  if (value < 1) throw std::invalid_argument("le2012: " + std::string(what) + " must be >= 1, got " + std::to_string(value));
+}
+
+void validate(const Le2012Options& o) {
+  check_positive(o.maps, "maps");
+  check_positive(o.stride, "stride");
+  check_positive(o.field, "field");
+  check_positive(o.pool, "pool");
+  check_positive(o.stages, "stages");
+  if (o.lcn < 1 || o.lcn % 2 == 0) throw std::invalid_argument("le2012: lcn window must be odd, got " + std::to_string(o.lcn));
 }
 
 }  // namespace
@@ -50,15 +107,16 @@ std::vector<std::string> preset_names() {
   return names;
 }
 
-bool is_preset(std::string_view name) {
-  for (const Preset& p : presets())
-    if (name == p.name) return true;
-  return false;
-}
+bool is_preset(std::string_view text) { return find_preset(split_call(text).first) != nullptr; }
 
-std::string preset_spec(std::string_view name, const Shape4& input) {
-  for (const Preset& p : presets())
-    if (name == p.name) return p.spec(input);
+std::string preset_spec(std::string_view text, const Shape4& input) {
+  const auto [name, option_text] = split_call(text);
+  if (const Preset* p = find_preset(name)) {
+    SpecOptions options(std::string(name), option_text);
+    std::string spec = p->spec(input, options);
+    options.finish();
+    return spec;
+  }
   std::string known;
   for (const std::string& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown model preset \"" + std::string(name) + "\" (presets: " + known + ")");
@@ -66,6 +124,35 @@ std::string preset_spec(std::string_view name, const Shape4& input) {
 
 std::string resolve_model(std::string_view text, const Shape4& input) {
   return is_preset(text) ? preset_spec(text, input) : std::string(text);
+}
+
+std::string le2012_spec(const Le2012Options& o) {
+  validate(o);
+  const std::string stage = "local(out=" + std::to_string(o.maps) + ",k=" + std::to_string(o.field) +
+                            ",stride=" + std::to_string(o.stride) + "),l2pool(k=" + std::to_string(o.pool) +
+                            ",stride=1,pad=" + std::to_string(o.pool / 2) + "),lcn(k=" + std::to_string(o.lcn) + ")";
+  std::string spec;
+  for (std::int64_t s = 0; s < o.stages; ++s) spec += (s == 0 ? "" : ",") + stage;
+  return spec;
+}
+
+std::int64_t le2012_parameter_count(const Le2012Options& o, const Shape4& input) {
+  validate(o);
+  std::int64_t c = input[C], h = input[H], w = input[W], total = 0;
+  for (std::int64_t s = 0; s < o.stages; ++s) {
+    if (h < o.field || w < o.field)
+      throw std::invalid_argument("le2012: stage " + std::to_string(s + 1) + " input " + std::to_string(h) + "x" +
+                                  std::to_string(w) + " is smaller than the " + std::to_string(o.field) + "x" +
+                                  std::to_string(o.field) + " field");
+    h = (h - o.field) / o.stride + 1;
+    w = (w - o.field) / o.stride + 1;
+    total += h * w * o.maps * (c * o.field * o.field + 1);
+    // An odd pool with pad = pool/2 at stride 1 and the LCN keep h x w.
+    h = h + 2 * (o.pool / 2) - o.pool + 1;
+    w = w + 2 * (o.pool / 2) - o.pool + 1;
+    c = o.maps;
+  }
+  return total;
 }
 
 }  // namespace tessera::models

@@ -211,6 +211,22 @@ std::int64_t Sequential<T>::parameter_count() {
 }
 
 template <class T>
+std::int64_t Sequential<T>::local_parameter_bytes() {
+  std::int64_t bytes = 0;
+  for (layers::Parameter<T>* p : parameters())
+    bytes += static_cast<std::int64_t>((p->value.size() + p->grad.size()) * sizeof(T));
+  return bytes;
+}
+
+template <class T>
+std::int64_t Sequential<T>::local_activation_bytes() const {
+  std::int64_t bytes = 0;
+  for (const auto* arrays : {&activations_, &gradients_})
+    for (const layers::Tensor<T>& a : *arrays) bytes += a.window_box().size() * static_cast<std::int64_t>(sizeof(T));
+  return bytes;
+}
+
+template <class T>
 std::string Sequential<T>::describe() {
   std::ostringstream out;
   out << std::left << std::setw(4) << "#" << std::setw(44) << "layer" << std::setw(20) << "output" << "params\n";

@@ -88,6 +88,13 @@ class Sequential {
 
   // Learnable numbers, each parameter's global shape counted once.
   std::int64_t parameter_count();
+  // Bytes this rank allocates for its parameters' values and gradients (its slices of
+  // tiled ones, whole replicated ones); an optimizer's state comes on top (SGD with
+  // momentum: one more copy of the values).
+  std::int64_t local_parameter_bytes();
+  // Bytes this rank allocates for every activation and activation gradient, halos
+  // included (a layer's own scratch, e.g. local's patch buffer, not counted).
+  std::int64_t local_activation_bytes() const;
   // One line per layer: index, spec form, output shape, parameter count; then the total.
   std::string describe();
 

@@ -329,6 +329,9 @@ class Run {
         << o_.model << " (" << model_.parameter_count() << " parameters), global batch " << o_.batch << ", "
         << order.batches_per_epoch() << " steps per epoch, " << total << " steps, " << optimizer_->kind() << " "
         << describe(settings_);
+    // Per rank (rank 0's share): what decides whether a model-parallel run fits.
+    out << "; per rank: parameters+gradients " << model_.local_parameter_bytes() << " bytes, activations+gradients "
+        << model_.local_activation_bytes() << " bytes";
     if (o_.verbose) out << "\n" << model_.describe();
     return out.str();
   }

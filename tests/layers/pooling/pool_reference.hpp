@@ -59,7 +59,7 @@ struct ReferencePool {
         v /= o.count_include_pad ? double(o.kh * o.kw) : double(taps.size());
       } else {
         for (auto [ih, iw] : taps) v += x(n, c, ih, iw) * x(n, c, ih, iw);
-        v = std::sqrt(v + kL2PoolEps);
+        v = std::sqrt(v + o.eps);
       }
       y(n, c, oh, ow) = v;
     });

@@ -92,6 +92,29 @@ TEST(PoolOptions, ParseAndPrint) {
   EXPECT_EQ(Pool2d<float>(Pool2dOptions::parse(PoolKind::l2, "k=5,stride=1,pad=2")).kind(), "l2pool");
 }
 
+// l2pool's eps (the TICA penalty's): sqrt(eps + sum of squares); printed only when not the
+// default, so existing specs keep their text.
+TEST(PoolOptions, L2PoolEps) {
+  EXPECT_EQ(Pool2dOptions::parse(PoolKind::l2, "k=3").eps, kL2PoolEps);
+  EXPECT_EQ(Pool2dOptions::parse(PoolKind::l2, "k=3").to_spec(), "k=3");
+  const Pool2dOptions o = Pool2dOptions::parse(PoolKind::l2, "k=3,stride=1,eps=0.5");
+  EXPECT_EQ(o.eps, 0.5);
+  EXPECT_EQ(Pool2dOptions::parse(PoolKind::l2, o.to_spec()).eps, 0.5);
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const Shape4 shape{1, 1, 3, 3};
+  Pool2d<double> pool(o);
+  HostArray<double> x("x", 1, 1, 3, 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = 1.0;
+  const HostArray<double> dy = to_double(random_array(pool.output_shape(shape), 3));
+  const LayerStep<double> step = run_layer_step(self, pool, shape, x, dy);
+  EXPECT_NEAR(step.y.data()[0], std::sqrt(9.5), 1e-12);
+  EXPECT_NEAR(step.dx.data()[0], dy.data()[0] / std::sqrt(9.5), 1e-12);
+  auto has = [](const std::string& message, const char* part) { return message.find(part) != std::string::npos; };
+  EXPECT_TRUE(has(message_of([] { Pool2dOptions::parse(PoolKind::l2, "k=2,eps=-1"); }), "eps must be >= 0"));
+  EXPECT_TRUE(has(message_of([] { Pool2dOptions::parse(PoolKind::l2, "k=2,eps=small"); }), "eps=small is not a number"));
+  EXPECT_TRUE(has(message_of([] { Pool2dOptions::parse(PoolKind::max, "k=2,eps=0"); }), "unknown option 'eps'"));
+}
+
 TEST(PoolOptions, BadConfigurationsAreClearErrors) {
   auto has = [](const std::string& message, const char* part) {
     return message.find(part) != std::string::npos;

@@ -231,5 +231,18 @@ TEST(SequentialOnGrids, OtherParametersAfterTheHeadNeedAnUnsplitGrid) {
   }
 }
 
+// le2012's parameters are all tiled with the output: the spatial ranks of one sample group
+// share them out, each sample group holds a copy.
+TEST(SequentialOnGrids, Le2012ParameterBytesAreSharedOutOverTiles) {
+  for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+    SCOPED_TRACE(format_grid(dims));
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    Sequential<float> net("le2012(maps=1,stride=1)", {4, 1, 60, 60}, grid, 1);
+    std::int64_t mine = net.local_parameter_bytes(), all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_EQ(all, dims[0] * 2 * 4 * net.parameter_count());
+  }
+}
+
 }  // namespace
 }  // namespace tessera::models
