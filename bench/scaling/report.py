@@ -72,14 +72,17 @@ def grids_table(runs):
     lines = [
         "### Every grid of 2 ranks: denoise-fcn on 2x1x512x512",
         "",
-        "| grid | others | measured step (ms) | min | halo (ms) | predicted step (ms) | model's rank | measured rank |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| grid | others | measured step (ms) | min | cpu | halo (ms) | predicted step (ms) | model's rank "
+        "| measured rank (step) | measured rank (cpu) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     measured = sorted(runs, key=lambda r: r["step_s"])
+    by_cpu = sorted(runs, key=lambda r: r["cpu_s"])
     for r in runs:
         lines.append(
-            f"| {r['grid']} | {r.get('other_runnable', '?')} | {ms(r['step_s'])} | {ms(r['step_s_min'])} | {ms(r['halo_s'])} | {ms(r['predicted']['step_s'])} "
-            f"| {ranked.index(r) + 1} | {measured.index(r) + 1} |"
+            f"| {r['grid']} | {r.get('other_runnable', '?')} | {ms(r['step_s'])} | {ms(r['step_s_min'])} "
+            f"| {ms(r['cpu_s'])} | {ms(r['halo_s'])} | {ms(r['predicted']['step_s'])} "
+            f"| {ranked.index(r) + 1} | {measured.index(r) + 1} | {by_cpu.index(r) + 1} |"
         )
     return lines
 
@@ -99,6 +102,9 @@ def plot_strong(prefix, by_label, cores):
             hollow = r["oversubscribed"]
             ax.plot(r["ranks"], r["step_s"], "o", color="tab:blue", mfc="white" if hollow else "tab:blue")
             ax.annotate(r["grid"], (r["ranks"], r["step_s"]), textcoords="offset points", xytext=(4, 6), fontsize=8)
+        quiet = [r for r in runs if not r["oversubscribed"]]
+        ax.plot([r["ranks"] for r in quiet], [r["cpu_s"] for r in quiet], "^-", color="tab:green",
+                label="CPU time a rank ran (P <= cores)")
         ax.plot([], [], "o", color="tab:blue", label="measured")
         ax.plot([], [], "o", color="tab:blue", mfc="white", label="measured, oversubscribed")
         ax.axvspan(cores + 0.5, max(ps) * 1.3, color="0.9", zorder=0)
@@ -130,6 +136,10 @@ def plot_efficiency(prefix, by_label, cores):
         ax.plot(ps, eff, "-", color=color, label=label)
         for r, e in zip(runs, eff):
             ax.plot(r["ranks"], e, "o", color=color, mfc="white" if r["oversubscribed"] else color)
+        quiet = [r for r in runs if not r["oversubscribed"]]
+        by_cpu = [efficiency(label, dict(r, step_s=r["cpu_s"]), dict(base, step_s=base["cpu_s"])) for r in quiet]
+        top = max(top, *by_cpu)
+        ax.plot([r["ranks"] for r in quiet], by_cpu, "^--", color=color, label=f"{label}, by CPU time")
     ax.axvspan(cores + 0.5, 10, color="0.9", zorder=0)
     ax.text(cores + 0.7, top * 1.05, "oversubscribed (P > cores);\nhollow markers", fontsize=8, va="top")
     ax.set_xscale("log", base=2)
@@ -137,7 +147,7 @@ def plot_efficiency(prefix, by_label, cores):
     ax.set_ylim(0, top * 1.1)
     ax.set_xlabel("ranks P")
     ax.set_ylabel("parallel efficiency")
-    ax.set_title("Efficiency: strong T1/(P TP), weak T1/TP", fontsize=10)
+    ax.set_title("Efficiency: strong T1/(P TP), weak T1/TP (wall; dashed: CPU time)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(f"{prefix}-efficiency.png", dpi=110)
