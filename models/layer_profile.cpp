@@ -2,6 +2,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +17,14 @@
 namespace tessera::models {
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now(ProfileClock clock) {
+  if (clock == ProfileClock::process_cpu) {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Interference (other processes, page faults) only ever adds time: the fastest run is the
 // layer's own cost.
@@ -25,7 +33,8 @@ double fastest(const std::vector<double>& v) { return *std::min_element(v.begin(
 }  // namespace
 
 std::vector<LayerTiming> profile_layers(std::string_view model, const Shape4& input, int repeats,
-                                        const layers::WindowedConfig& config, const LayerRegistry& registry) {
+                                        const layers::WindowedConfig& config, ProfileClock clock,
+                                        const LayerRegistry& registry) {
   if (repeats < 1) throw std::invalid_argument("profile_layers: repeats must be at least 1, got " + std::to_string(repeats));
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const std::vector<SpecEntry> entries = parse_spec(resolve_model(model, input));
@@ -45,13 +54,13 @@ std::vector<LayerTiming> profile_layers(std::string_view model, const Shape4& in
     std::vector<double> forward, backward;
     for (int r = 0; r <= repeats; ++r) {  // r == 0: warm-up (library plans, first touch)
       Kokkos::fence();
-      const double t0 = now();
+      const double t0 = now(clock);
       layer->forward(x, y);
       Kokkos::fence();
-      const double t1 = now();
+      const double t1 = now(clock);
       layer->backward(dy, dx);
       Kokkos::fence();
-      const double t2 = now();
+      const double t2 = now(clock);
       if (r > 0) forward.push_back(t1 - t0), backward.push_back(t2 - t1);
     }
     timings.push_back({fastest(forward), fastest(backward)});

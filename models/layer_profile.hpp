@@ -16,10 +16,17 @@
 
 namespace tessera::models {
 
+enum class ProfileClock {
+  wall,         // elapsed time (after a fence): what a GPU kernel costs
+  process_cpu,  // CPU time of this process: on a shared host, the time other processes'
+                // preemption did not add (CPU builds only; a GPU kernel's time is not the host's)
+};
+
 // Not collective: every rank that calls it measures on its own. Throws
 // std::invalid_argument as Sequential would for a spec it cannot build, or for repeats < 1.
 std::vector<LayerTiming> profile_layers(std::string_view model, const Shape4& input, int repeats,
                                         const layers::WindowedConfig& config = {},
+                                        ProfileClock clock = ProfileClock::wall,
                                         const LayerRegistry& registry = LayerRegistry::global());
 
 }  // namespace tessera::models

@@ -26,6 +26,7 @@ packages=(cmake make g++ pkg-config libmpich-dev mpich libboost-program-options-
           libgtest-dev libdnnl-dev libhdf5-mpich-dev hdf5-tools ca-certificates
           zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
           python3-skimage  # its sample photographs: the natural-image examples
+          python3-matplotlib  # bench/scaling/run.sh plots
           slurm-wlm slurm-wlm-basic-plugins munge)  # the `slurm` tests start a one-node Slurm
 
 install_packages() {

@@ -14,11 +14,14 @@
 //
 // One JSON line per run on stdout (rank 0). Times are means over ranks of each repeat,
 // then the median over repeats; compute = step - halo - allreduce, so it includes halo
-// pack/unpack, the loss and the optimizer. bench/scaling/run.sh drives strong and weak
+// pack/unpack, the loss and the optimizer. cpu_s is the CPU time a rank ran during the
+// step: with no more ranks than cores, the step time of a quiet machine. bench/scaling/run.sh drives strong and weak
 // scaling and writes tables and plots into bench/results/.
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -237,8 +240,16 @@ int measure_links(const tessera::Runtime& runtime, const std::string& path) {
 // ---- the step ----------------------------------------------------------------------
 
 struct Sample {
-  double step = 0, halo = 0, allreduce = 0;
+  double step = 0, halo = 0, allreduce = 0, cpu = 0;
 };
+
+// CPU seconds this process has run: on a shared machine, the step time other processes'
+// preemption did not add (MPI's busy-waiting counts as running).
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 std::string json_prediction(const models::StepPrediction& p, const char* source) {
   std::ostringstream out;
@@ -270,7 +281,13 @@ int run(const tessera::Runtime& runtime, const Options& o) {
 
   if (!o.profile.empty()) {
     if (ranks != 1) throw std::invalid_argument("--profile measures one rank alone: run it with 1 rank");
-    const auto timings = models::profile_layers(o.model, o.shape, o.repeats, o.halo);
+#ifdef KOKKOS_ENABLE_CUDA
+    const auto clock = models::ProfileClock::wall;
+#else
+    // The development machine is shared: CPU time leaves out what other processes took.
+    const auto clock = models::ProfileClock::process_cpu;
+#endif
+    const auto timings = models::profile_layers(o.model, o.shape, o.repeats, o.halo, clock);
     write_profile(o.profile, o.model, o.shape, machine.rank_share(1), timings, perf);
     perf.use_timings(timings, o.shape, machine.rank_share(1));
   }
@@ -300,7 +317,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
   for (int r = 0; r < o.warmup + o.repeats; ++r) {
     Kokkos::fence();
     MPI_Barrier(grid.comm());
-    const double t0 = MPI_Wtime(), halo0 = halo::exposed_wait_seconds();
+    const double t0 = MPI_Wtime(), halo0 = halo::exposed_wait_seconds(), cpu0 = cpu_seconds();
     const layers::Tensor<float>& out = model.forward(model.input());
     layers::mse_loss(out, target.owned(), model.output_gradient());
     model.zero_grad();
@@ -311,16 +328,16 @@ int run(const tessera::Runtime& runtime, const Options& o) {
     const double reduce_s = MPI_Wtime() - reduce0;
     optimizer->step();
     Kokkos::fence();
-    Sample s{MPI_Wtime() - t0, halo::exposed_wait_seconds() - halo0, reduce_s};
+    Sample s{MPI_Wtime() - t0, halo::exposed_wait_seconds() - halo0, reduce_s, cpu_seconds() - cpu0};
     s = {mean_over_ranks(s.step, grid.comm()), mean_over_ranks(s.halo, grid.comm()),
-         mean_over_ranks(s.allreduce, grid.comm())};
+         mean_over_ranks(s.allreduce, grid.comm()), mean_over_ranks(s.cpu, grid.comm())};
     if (r >= o.warmup) samples.push_back(s);
   }
   if (!root) return 0;
 
-  std::vector<double> step, halo, allreduce, compute;
+  std::vector<double> step, halo, allreduce, compute, cpu;
   for (const Sample& s : samples) {
-    step.push_back(s.step), halo.push_back(s.halo), allreduce.push_back(s.allreduce);
+    step.push_back(s.step), halo.push_back(s.halo), allreduce.push_back(s.allreduce), cpu.push_back(s.cpu);
     compute.push_back(s.step - s.halo - s.allreduce);
   }
   std::ostringstream line;
@@ -332,7 +349,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
        << ", \"repeats\": " << o.repeats << ", \"parameters\": " << model.parameter_count()
        << ", \"step_s\": " << median(step) << ", \"compute_s\": " << median(compute) << ", \"halo_s\": " << median(halo)
        << ", \"allreduce_s\": " << median(allreduce) << ", \"step_s_min\": " << *std::min_element(step.begin(), step.end())
-       << ", \"step_s_max\": " << *std::max_element(step.begin(), step.end())
+       << ", \"step_s_max\": " << *std::max_element(step.begin(), step.end()) << ", \"cpu_s\": " << median(cpu)
        << ", \"predicted\": " << json_prediction(predicted, source) << ", \"model_choice\": \""
        << format_grid(ranking.front().grid) << "\", \"ranking\": [";
   for (std::size_t i = 0; i < ranking.size(); ++i)

@@ -42,20 +42,27 @@ def series_table(label, runs):
     lines = [
         f"### {SERIES[label]}",
         "",
-        "Times in ms, medians over the repeats; predicted from the P = 1 profile of this series.",
+        "Times in ms: the median step of the repeats, the fastest (`min`), the median CPU time a rank ran "
+        "(`cpu`: the step without preemption by other processes, for P <= cores), the median split; "
+        "predicted from the P = 1 profile of this series.",
         "",
-        "| P | grid | | step | min | compute | halo | allreduce | speedup | efficiency | predicted step "
-        "| pred. compute | pred. halo | pred. allreduce | predicted / measured |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| P | grid | | others | step | min | cpu | compute | halo | allreduce | speedup | efficiency | eff. (cpu) "
+        "| predicted step | pred. compute | pred. halo | pred. allreduce | predicted / step | predicted / cpu |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         p = r["predicted"]
         speedup = base["step_s"] / r["step_s"] * (r["ranks"] if label.startswith("weak") else 1)
+        versus_cpu = "" if r["oversubscribed"] else f"{p['step_s'] / r['cpu_s']:.2f}"
+        cpu_base = dict(base, step_s=base["cpu_s"])
+        cpu_efficiency = "" if r["oversubscribed"] else f"{100 * efficiency(label, dict(r, step_s=r['cpu_s']), cpu_base):.0f}%"
         lines.append(
             f"| {r['ranks']} | {r['grid']} | {'**oversubscribed**' if r['oversubscribed'] else ''} "
-            f"| {ms(r['step_s'])} | {ms(r['step_s_min'])} | {ms(r['compute_s'])} | {ms(r['halo_s'])} | {ms(r['allreduce_s'])} "
-            f"| {speedup:.2f} | {100 * efficiency(label, r, base):.0f}% | {ms(p['step_s'])} | {ms(p['compute_s'])} "
-            f"| {ms(p['halo_s'])} | {ms(p['allreduce_s'])} | {p['step_s'] / r['step_s']:.2f} |"
+            f"| {r.get('other_runnable', '?')} | {ms(r['step_s'])} | {ms(r['step_s_min'])} | {ms(r['cpu_s'])} "
+            f"| {ms(r['compute_s'])} | {ms(r['halo_s'])} | {ms(r['allreduce_s'])} "
+            f"| {speedup:.2f} | {100 * efficiency(label, r, base):.0f}% | {cpu_efficiency} | {ms(p['step_s'])} "
+            f"| {ms(p['compute_s'])} "
+            f"| {ms(p['halo_s'])} | {ms(p['allreduce_s'])} | {p['step_s'] / r['step_s']:.2f} | {versus_cpu} |"
         )
     return lines
 
@@ -65,14 +72,17 @@ def grids_table(runs):
     lines = [
         "### Every grid of 2 ranks: denoise-fcn on 2x1x512x512",
         "",
-        "| grid | measured step (ms) | halo (ms) | predicted step (ms) | model's rank | measured rank |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| grid | others | measured step (ms) | min | cpu | halo (ms) | predicted step (ms) | model's rank "
+        "| measured rank (step) | measured rank (cpu) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     measured = sorted(runs, key=lambda r: r["step_s"])
+    by_cpu = sorted(runs, key=lambda r: r["cpu_s"])
     for r in runs:
         lines.append(
-            f"| {r['grid']} | {ms(r['step_s'])} | {ms(r['halo_s'])} | {ms(r['predicted']['step_s'])} "
-            f"| {ranked.index(r) + 1} | {measured.index(r) + 1} |"
+            f"| {r['grid']} | {r.get('other_runnable', '?')} | {ms(r['step_s'])} | {ms(r['step_s_min'])} "
+            f"| {ms(r['cpu_s'])} | {ms(r['halo_s'])} | {ms(r['predicted']['step_s'])} "
+            f"| {ranked.index(r) + 1} | {measured.index(r) + 1} | {by_cpu.index(r) + 1} |"
         )
     return lines
 
@@ -84,12 +94,17 @@ def plot_strong(prefix, by_label, cores):
         runs = by_label[label]
         ps = [r["ranks"] for r in runs]
         ax.plot(ps, [runs[0]["step_s"] / p for p in ps], "k:", label="ideal (T1 / P)")
+        ax.plot(ps, [runs[0]["step_s"] / min(p, cores) for p in ps], "--", color="0.5",
+                label=f"ideal on {cores} cores (T1 / min(P, {cores}))")
         ax.plot(ps, [r["predicted"]["step_s"] for r in runs], "s--", color="tab:orange", label="predicted")
         ax.plot(ps, [r["step_s"] for r in runs], "-", color="tab:blue")
         for r in runs:
             hollow = r["oversubscribed"]
             ax.plot(r["ranks"], r["step_s"], "o", color="tab:blue", mfc="white" if hollow else "tab:blue")
             ax.annotate(r["grid"], (r["ranks"], r["step_s"]), textcoords="offset points", xytext=(4, 6), fontsize=8)
+        quiet = [r for r in runs if not r["oversubscribed"]]
+        ax.plot([r["ranks"] for r in quiet], [r["cpu_s"] for r in quiet], "^-", color="tab:green",
+                label="CPU time a rank ran (P <= cores)")
         ax.plot([], [], "o", color="tab:blue", label="measured")
         ax.plot([], [], "o", color="tab:blue", mfc="white", label="measured, oversubscribed")
         ax.axvspan(cores + 0.5, max(ps) * 1.3, color="0.9", zorder=0)
@@ -121,6 +136,10 @@ def plot_efficiency(prefix, by_label, cores):
         ax.plot(ps, eff, "-", color=color, label=label)
         for r, e in zip(runs, eff):
             ax.plot(r["ranks"], e, "o", color=color, mfc="white" if r["oversubscribed"] else color)
+        quiet = [r for r in runs if not r["oversubscribed"]]
+        by_cpu = [efficiency(label, dict(r, step_s=r["cpu_s"]), dict(base, step_s=base["cpu_s"])) for r in quiet]
+        top = max(top, *by_cpu)
+        ax.plot([r["ranks"] for r in quiet], by_cpu, "^--", color=color, label=f"{label}, by CPU time")
     ax.axvspan(cores + 0.5, 10, color="0.9", zorder=0)
     ax.text(cores + 0.7, top * 1.05, "oversubscribed (P > cores);\nhollow markers", fontsize=8, va="top")
     ax.set_xscale("log", base=2)
@@ -128,7 +147,7 @@ def plot_efficiency(prefix, by_label, cores):
     ax.set_ylim(0, top * 1.1)
     ax.set_xlabel("ranks P")
     ax.set_ylabel("parallel efficiency")
-    ax.set_title("Efficiency: strong T1/(P TP), weak T1/TP", fontsize=10)
+    ax.set_title("Efficiency: strong T1/(P TP), weak T1/TP (wall; dashed: CPU time)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(f"{prefix}-efficiency.png", dpi=110)
@@ -193,7 +212,12 @@ def main():
         "step − exposed halo − allreduce (so it holds halo pack/unpack, the loss and the optimizer). Halo = time "
         "blocked in `Exchange::finish()`; it includes waiting for a slower neighbour.",
         "",
-        "Prediction: `models/perf_model.hpp`, compute from the P = 1 run's per-layer profile scaled by tile cells "
+        "`others`: the mean number of runnable processes besides the run's own ranks while it ran "
+        "(/proc/loadavg, sampled every 0.5 s; each run first waited up to 20 s for a quiet machine) — where it is "
+        "not 0, other work competed for the cores and the times are too long.",
+        "",
+        "Prediction: `models/perf_model.hpp`, compute from the P = 1 run's per-layer profile (each layer alone, "
+        "forward and backward, the CPU time of the fastest of 5 runs) scaled by tile cells "
         "and by the rank's share of the cores (P > cores: cores / P), links from the ping-pong "
         + (f"({links.get('intra_latency_s', 0) * 1e6:.2f} µs, {links.get('intra_bandwidth', 0) / 1e9:.2f} GB/s)"
            if links else "")
@@ -213,6 +237,11 @@ def main():
         md.append(f"Mean |predicted / measured − 1|: {100 * sum(fit) / len(fit):.0f}% over {len(fit)} runs with "
                   f"P <= cores (max {100 * max(fit):.0f}%)" + (
                       f"; {100 * sum(over) / len(over):.0f}% over {len(over)} oversubscribed runs." if over else "."))
+    by_cpu = [abs(r["predicted"]["step_s"] / r["cpu_s"] - 1) for r in runs if not r["oversubscribed"]]
+    if by_cpu:
+        md.append("")
+        md.append(f"Against the CPU time of the runs with P <= cores (what the steps would take without other "
+                  f"processes): mean {100 * sum(by_cpu) / len(by_cpu):.0f}%, max {100 * max(by_cpu):.0f}%.")
     md += ["", f"![strong scaling]({name}-strong.png)", f"![efficiency]({name}-efficiency.png)",
            f"![step split]({name}-breakdown.png)", ""]
     with open(f"{a.prefix}.md", "w") as f:

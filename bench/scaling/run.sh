@@ -50,7 +50,30 @@ launch() {
   shift
   if ((p <= cores)); then mpiexec -bind-to core -n "$p" "$bench" "$@"; else mpiexec -n "$p" "$bench" "$@"; fi
 }
-record() { launch "$@" | tee -a "$out.jsonl"; }
+# Other processes on these cores change every number here (the development machine is
+# shared), so each run first waits, up to 20 s, for 3 s without another runnable
+# process, and its JSON line gets "other_runnable": the mean count of runnable processes
+# besides its own ranks while it ran (sampled from /proc/loadavg).
+runnable() { awk '{split($4, r, "/"); print r[1] - 1}' /proc/loadavg; }  # minus awk itself
+wait_quiet() {
+  local quiet=0 i
+  for ((i = 0; i < 20 && quiet < 3; ++i)); do
+    if (($(runnable) <= 0)); then quiet=$((quiet + 1)); else quiet=0; fi
+    sleep 1
+  done
+}
+record() {
+  local p=$1 sampler others
+  wait_quiet
+  (while :; do runnable >>"$work/load"; sleep 0.5; done) &
+  sampler=$!
+  launch "$@" >"$work/line"
+  kill "$sampler"
+  wait "$sampler" 2>/dev/null || true
+  others=$(awk -v p="$p" '{o = $1 - p; s += o > 0 ? o : 0; n++} END {printf "%.1f", n ? s / n : 0}' "$work/load")
+  rm -f "$work/load"
+  sed "s/}\$/, \"other_runnable\": $others}/" "$work/line" | tee -a "$out.jsonl"
+}
 
 echo "== links (MPI ping-pong, 2 ranks)"
 mpiexec -bind-to core -n 2 "$bench" --measure-links "$work/links.txt"
