@@ -17,10 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/bench_args.hpp"
 #include "distarray/runtime.hpp"
 #include "halo/halo.hpp"
 
 namespace {
+
+using tessera::bench::positive;
+using tessera::bench::split;
 
 using namespace tessera;
 using Element = float;  // training precision
@@ -39,22 +43,6 @@ struct Options {
 const char* const kUsage =
     "usage: bench_halo [--shape NxCxHxW] [--widths 1,2,4] [--iters N] [--grids 1x2x2,...]\n"
     "                  [--transport auto|mpi|mpi-staged|nccl]\n";
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::size_t pos = 0;
-  for (std::size_t end; (end = text.find(sep, pos)) != std::string::npos; pos = end + 1)
-    parts.push_back(text.substr(pos, end - pos));
-  parts.push_back(text.substr(pos));
-  return parts;
-}
-
-std::int64_t positive(const std::string& text, const char* what) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1) throw std::invalid_argument(std::string(what) + " '" + text + "' is not a positive integer");
-  return v;
-}
 
 Options parse(int argc, char** argv, int ranks) {
   Options o;

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/bench_args.hpp"
 #include "bench/layers/layer_cases.hpp"
 #include "bench/layers/mpi_wait_timer.hpp"
 #include "bench/layers/step_timing.hpp"
@@ -42,6 +43,8 @@
 #include "models/spec_parser.hpp"
 
 namespace {
+
+using tessera::bench::split;
 
 using namespace tessera;
 using Layer = layers::Layer<float>;
@@ -59,15 +62,6 @@ struct Options {
 const char* const kUsage =
     "usage: bench_overlap [--shape NxCxHxW] [--spec SPEC]... [--grids 1x2x2,...] [--warmup N] [--repeats N]\n"
     "  SPEC: one spatial layer taking the overlap option, e.g. 'conv(out=32,k=3,pad=1)'\n";
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::size_t pos = 0;
-  for (std::size_t end; (end = text.find(sep, pos)) != std::string::npos; pos = end + 1)
-    parts.push_back(text.substr(pos, end - pos));
-  parts.push_back(text.substr(pos));
-  return parts;
-}
 
 Options parse(int argc, char** argv, int ranks) {
   Options o;

@@ -20,10 +20,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "bench/support/bench_args.hpp"
 #include "distarray/runtime.hpp"
 #include "layers/locally_connected.hpp"
 
 namespace {
+
+using tessera::bench::positive;
 
 using namespace tessera;
 using layers::LocalEngine;
@@ -37,14 +40,6 @@ struct Options {
 
 const char* const kUsage =
     "usage: bench_local [--shape NxCxHxW] [--out K] [--k R] [--stride S] [--iters N] [--grid NxHxW]\n";
-
-std::int64_t positive(const std::string& text, const char* what) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1)
-    throw std::invalid_argument(std::string(what) + " '" + text + "' is not a positive integer");
-  return v;
-}
 
 Options parse(int argc, char** argv) {
   Options o;

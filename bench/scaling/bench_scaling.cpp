@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/support/bench_args.hpp"
 #include "distarray/runtime.hpp"
 #include "halo/wait_clock.hpp"
 #include "layers/grad_reduce.hpp"
@@ -47,6 +48,9 @@
 #include "models/sequential.hpp"
 
 namespace {
+
+using tessera::bench::split;
+using tessera::bench::positive;
 
 using namespace tessera;
 
@@ -65,23 +69,6 @@ const char* const kUsage =
     "usage: bench_scaling [--model M] [--shape NxCxHxW] [--grid NxHxW|auto] [--warmup N] [--repeats N]\n"
     "                     [--overlap on|off] [--profile FILE] [--timings FILE] [--machine FILE]\n"
     "                     [--measure-links FILE] [--label TEXT]\n";
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::size_t pos = 0;
-  for (std::size_t end; (end = text.find(sep, pos)) != std::string::npos; pos = end + 1)
-    parts.push_back(text.substr(pos, end - pos));
-  parts.push_back(text.substr(pos));
-  return parts;
-}
-
-std::int64_t positive(const std::string& text, const char* what) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1)
-    throw std::invalid_argument(std::string(what) + " '" + text + "' is not a positive integer");
-  return v;
-}
 
 Shape4 parse_shape(const std::string& text) {
   const auto parts = split(text, 'x');

@@ -14,21 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/bench_args.hpp"
 #include "distarray/runtime.hpp"
 #include "models/perf_model.hpp"
 
 namespace {
 
-using namespace tessera;
+using tessera::bench::split;
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::size_t pos = 0;
-  for (std::size_t end; (end = text.find(sep, pos)) != std::string::npos; pos = end + 1)
-    parts.push_back(text.substr(pos, end - pos));
-  parts.push_back(text.substr(pos));
-  return parts;
-}
+using namespace tessera;
 
 // Memory the model keeps per rank for activations and their gradients (rank 0's tiles, no
 // halos): what decides the smallest rank count that fits, which the step model ignores.
