@@ -133,7 +133,6 @@ class PerfModel {
   // input shape held whole by one rank of share `probe_share` devices).
   void use_timings(std::vector<LayerTiming> timings, const Shape4& probe, double probe_share = 1);
   const Machine& machine() const { return machine_; }
-  void set_machine(Machine machine) { machine_ = std::move(machine); }
   void set_overlap(bool on) { overlap_on_ = on; }  // tessera-train --overlap
 
   // Why `grid` cannot run the model (an activation it would cut into empty tiles, a layer
@@ -151,9 +150,8 @@ class PerfModel {
   const layers::Layer<float>& layer(std::size_t i) const;
   std::int64_t parameter_count() const;
 
-  struct Facts;  // per layer, built once (perf_model.cpp)
-
  private:
+  struct Facts;  // per layer, built once (perf_model.cpp)
   struct Work {
     double forward_s = 0, backward_s = 0;
   };
