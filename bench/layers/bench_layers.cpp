@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/bench_main.hpp"
 #include "bench/layers/layer_cases.hpp"
 #include "bench/layers/step_timing.hpp"
 #include "distarray/gather_scatter.hpp"
@@ -219,22 +220,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tessera::Runtime runtime(argc, argv);
-  Options options;
-  try {
-    options = parse(argc, argv);
-  } catch (const std::exception& e) {
-    if (runtime.rank() == 0) std::fprintf(stderr, "bench_layers: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-  if (options.help) {
-    if (runtime.rank() == 0) std::printf("%s", kUsage);
-    return 0;
-  }
-  try {
-    return run(runtime, options);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_layers (rank %d): %s\n", runtime.rank(), e.what());
-    return 1;
-  }
+  return tessera::bench::benchmark_main(
+      argc, argv, "bench_layers", kUsage, [&](const tessera::Runtime&) { return parse(argc, argv); },
+      [](const tessera::Runtime& r, const Options& o) { return run(r, o); });
 }

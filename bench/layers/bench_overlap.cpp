@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/bench_main.hpp"
 #include "bench/support/bench_args.hpp"
 #include "bench/layers/layer_cases.hpp"
 #include "bench/layers/mpi_wait_timer.hpp"
@@ -218,23 +219,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tessera::Runtime runtime(argc, argv);
-  Options options;
-  try {
-    options = parse(argc, argv, runtime.size());
-  } catch (const std::exception& e) {
-    if (runtime.rank() == 0) std::fprintf(stderr, "bench_overlap: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-  if (options.help) {
-    if (runtime.rank() == 0) std::printf("%s", kUsage);
-    return 0;
-  }
-  try {
-    return run(runtime, options);
-  } catch (const std::exception& e) {
-    // Bad specs, grids and shapes are found alike on every rank.
-    std::fprintf(stderr, "bench_overlap (rank %d): %s\n", runtime.rank(), e.what());
-    return 1;
-  }
+  return tessera::bench::benchmark_main(
+      argc, argv, "bench_overlap", kUsage, [&](const tessera::Runtime& r) { return parse(argc, argv, r.size()); },
+      [](const tessera::Runtime& r, const Options& o) { return run(r, o); });
 }

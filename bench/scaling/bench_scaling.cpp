@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/support/bench_main.hpp"
 #include "bench/support/bench_args.hpp"
 #include "distarray/runtime.hpp"
 #include "halo/wait_clock.hpp"
@@ -351,25 +352,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tessera::Runtime runtime(argc, argv);
-  Options options;
-  try {
-    options = parse(argc, argv);
-  } catch (const std::exception& e) {
-    if (runtime.rank() == 0) std::fprintf(stderr, "bench_scaling: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-  if (options.help) {
-    if (runtime.rank() == 0) std::printf("%s", kUsage);
-    return 0;
-  }
-  try {
-    if (!options.measure_links.empty()) return measure_links(runtime, options.measure_links);
-    return run(runtime, options);
-  } catch (const std::exception& e) {
-    // Argument-dependent failures (a grid that does not fit, a bad file) happen alike on
-    // every rank.
-    std::fprintf(stderr, "bench_scaling (rank %d): %s\n", runtime.rank(), e.what());
-    return 1;
-  }
+  return tessera::bench::benchmark_main(
+      argc, argv, "bench_scaling", kUsage, [&](const tessera::Runtime&) { return parse(argc, argv); },
+      [](const tessera::Runtime& r, const Options& o) { return o.measure_links.empty() ? run(r, o) : measure_links(r, o.measure_links); });
 }
