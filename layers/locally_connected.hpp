@@ -149,37 +149,32 @@ class LocallyConnected2d final : public Layer<T> {
       throw std::invalid_argument(name() + ": dx is " + dx.distribution().describe() + " but forward's x was " +
                                   x.distribution().describe());
     check_placed(dy, "dy");
-    const local::Geometry g = geometry();
-    const Box owned = dy.owned_box();
-    const std::int64_t samples = owned.extent(N), positions = owned.extent(H) * owned.extent(W);
     windowed_.backward(
-        *this, dy, dx,
-        [&](const Box& window) {
-          if (options_.engine == LocalEngine::team) {
-            local::backward_data_direct(dy.owned(), weight_->value, dx.local(window), g);
-            return;
-          }
-          // columns(p) (N x C*kh*kw) = products(p) (N x K) * weight(p) (K x C*kh*kw)
-          local::pack_gradient(dy.owned(), grow(products_, positions * samples * g.out), g);
-          backend_->gemm_batched(Transpose::no, Transpose::no, samples, g.taps(), g.out, 1.0f, products_.data(), g.out,
-                                 samples * g.out, weight_->value.data(), g.taps(), g.matrix(), 0.0f,
-                                 grow(columns_, positions * samples * g.taps()).data(), g.taps(),
-                                 samples * g.taps(), positions);
-          local::scatter_columns(columns_, dx.local(window), g, owned.extent(H), owned.extent(W));
-        },
-        [&] {
-          const auto xs = x.local(input_window(owned, x.distribution().global_shape()));
-          if (options_.engine == LocalEngine::team) {
-            local::backward_weights_direct(xs, dy.owned(), weight_->grad, g);
-          } else {
-            // dweight(p) (K x C*kh*kw) += products(p)^T (K x N) * columns(p) (N x C*kh*kw)
-            local::gather_columns(xs, columns_, g, samples, owned.extent(H), owned.extent(W));
-            backend_->gemm_batched(Transpose::yes, Transpose::no, g.out, g.taps(), samples, 1.0f, products_.data(),
-                                   g.out, samples * g.out, columns_.data(), g.taps(), samples * g.taps(), 1.0f,
-                                   weight_->grad.data(), g.taps(), g.matrix(), positions);
-          }
-          if (bias_) local::bias_gradient(dy.owned(), bias_->grad, g);
-        });
+        *this, dy, dx, [&](const Box& window) { window_from_outputs(dy, dx, window); },
+        [&] { weight_gradient(x, dy, /*packed=*/options_.engine == LocalEngine::gemm); });
+  }
+
+  // The transposed map, x_hat = W^T h: every output position's filters scatter its K values
+  // back over its receptive field, and the halo part is added into its owners — a second
+  // locally connected map from the outputs back to the input, with this layer's
+  // connectivity and tiling (the decoder W2 of reconstruction TICA, models/tica.hpp). It is
+  // backward-data with the weights as they are: h is shaped as y (owned cells read), x_hat
+  // is allocated like x (make_input; owned cells written). The bias takes no part.
+  void transpose_forward(const Tensor<T>& h, const Tensor<T>& x_hat) {
+    check_placed(h, "h");
+    windowed_.backward(*this, h, x_hat, [&](const Box& window) { window_from_outputs(h, x_hat, window); }, [] {});
+  }
+
+  // The adjoint of transpose_forward for the gradients: given d(loss)/d(x_hat) (allocated
+  // like x), writes d(loss)/d(h) = W d(x_hat) into dh (shaped as y; it exchanges
+  // d_x_hat's halo as forward does x's) and adds d(loss)/dW, the sum over samples of
+  // h (outer) the receptive field of d_x_hat. h and d_x_hat must stay unchanged meanwhile.
+  void transpose_backward(const Tensor<T>& h, const Tensor<T>& d_x_hat, const Tensor<T>& dh) {
+    check_placed(h, "h");
+    check_placed(dh, "dh");
+    if (bias_) throw std::logic_error(name() + ": transpose_backward on a layer with a bias: use bias=false");
+    forward(d_x_hat, dh);
+    weight_gradient(d_x_hat, h, /*packed=*/false);
   }
 
   // Weight before bias. A std::logic_error before place(): the slice does not exist yet.
@@ -215,6 +210,46 @@ class LocallyConnected2d final : public Layer<T> {
                                 std::to_string(own.hi[W]) + ") but the layer holds the weights of rows [" +
                                 std::to_string(slice_.lo[H]) + ", " + std::to_string(slice_.hi[H]) + "), columns [" +
                                 std::to_string(slice_.lo[W]) + ", " + std::to_string(slice_.hi[W]) + ")");
+  }
+
+  // d(loss)/d(x) over the input window `window` of dy's owned box: each position's filters
+  // scatter its K gradient values back over its receptive field.
+  void window_from_outputs(const Tensor<T>& dy, const Tensor<T>& dx, const Box& window) {
+    const local::Geometry g = geometry();
+    if (options_.engine == LocalEngine::team) {
+      local::backward_data_direct(dy.owned(), weight_->value, dx.local(window), g);
+      return;
+    }
+    const Box owned = dy.owned_box();
+    const std::int64_t samples = owned.extent(N), positions = owned.extent(H) * owned.extent(W);
+    // columns(p) (N x C*kh*kw) = products(p) (N x K) * weight(p) (K x C*kh*kw)
+    local::pack_gradient(dy.owned(), grow(products_, positions * samples * g.out), g);
+    backend_->gemm_batched(Transpose::no, Transpose::no, samples, g.taps(), g.out, 1.0f, products_.data(), g.out,
+                           samples * g.out, weight_->value.data(), g.taps(), g.matrix(), 0.0f,
+                           grow(columns_, positions * samples * g.taps()).data(), g.taps(), samples * g.taps(),
+                           positions);
+    local::scatter_columns(columns_, dx.local(window), g, owned.extent(H), owned.extent(W));
+  }
+
+  // Adds dW (and db) of the positions of dy's owned box from x's window (present: x went
+  // through forward) and dy. `packed`: products_ already holds dy (window_from_outputs ran).
+  void weight_gradient(const Tensor<T>& x, const Tensor<T>& dy, bool packed) {
+    const local::Geometry g = geometry();
+    const Box owned = dy.owned_box();
+    const std::int64_t samples = owned.extent(N), positions = owned.extent(H) * owned.extent(W);
+    const auto xs = x.local(input_window(owned, x.distribution().global_shape()));
+    if (options_.engine == LocalEngine::team) {
+      local::backward_weights_direct(xs, dy.owned(), weight_->grad, g);
+    } else {
+      if (!packed) local::pack_gradient(dy.owned(), grow(products_, positions * samples * g.out), g);
+      // dweight(p) (K x C*kh*kw) += products(p)^T (K x N) * columns(p) (N x C*kh*kw)
+      local::gather_columns(xs, grow(columns_, positions * samples * g.taps()), g, samples, owned.extent(H),
+                            owned.extent(W));
+      backend_->gemm_batched(Transpose::yes, Transpose::no, g.out, g.taps(), samples, 1.0f, products_.data(), g.out,
+                             samples * g.out, columns_.data(), g.taps(), samples * g.taps(), 1.0f,
+                             weight_->grad.data(), g.taps(), g.matrix(), positions);
+    }
+    if (bias_) local::bias_gradient(dy.owned(), bias_->grad, g);
   }
 
   // A workspace of at least `size` elements (reallocated only to grow).

@@ -17,6 +17,13 @@ std::string number(double x) {
   return text;
 }
 
+// TICA's terms and stage, present only for that objective.
+std::string tica_fields(const StepMetrics& m) {
+  if (!std::isfinite(m.reconstruction)) return {};
+  return ", \"reconstruction\": " + number(m.reconstruction) + ", \"sparsity\": " + number(m.sparsity) +
+         (m.stage >= 0 ? ", \"stage\": " + std::to_string(m.stage) : std::string());
+}
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -56,12 +63,14 @@ void MetricsLog::step(const StepMetrics& m) {
         ", \"images_per_s\": " + number(m.images_per_second) + ", \"step_s\": " + number(m.seconds) +
         ", \"data_s\": " + number(m.data_seconds) + ", \"halo_s\": " + number(m.halo_seconds) +
         ", \"allreduce_s\": " + number(m.reduce_seconds) + ", \"compute_s\": " +
-        number(m.seconds - m.data_seconds - m.halo_seconds - m.reduce_seconds) + "}");
+        number(m.seconds - m.data_seconds - m.halo_seconds - m.reduce_seconds) + tica_fields(m) + "}");
 }
 
-void MetricsLog::evaluation(std::int64_t step, std::int64_t samples, double loss, double accuracy) {
+void MetricsLog::evaluation(std::int64_t step, std::int64_t samples, double loss, double accuracy,
+                            double reconstruction) {
   write("{\"eval\": true, \"step\": " + std::to_string(step) + ", \"samples\": " + std::to_string(samples) +
-        ", \"loss\": " + number(loss) + ", \"accuracy\": " + number(accuracy) + "}");
+        ", \"loss\": " + number(loss) + ", \"accuracy\": " + number(accuracy) +
+        (std::isfinite(reconstruction) ? ", \"reconstruction\": " + number(reconstruction) : std::string()) + "}");
 }
 
 ProgressLine::ProgressLine(bool enabled, std::int64_t total_steps) : enabled_(enabled), total_(total_steps) {}

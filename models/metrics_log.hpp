@@ -2,6 +2,7 @@
 // What rank 0 tells about each step: a JSON line to the --metrics file (always, when one
 // is given) and a progress line redrawn on stderr (when attached to a terminal).
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -19,6 +20,11 @@ struct StepMetrics {
   double halo_seconds = 0;    // exposed halo exchange (blocked in Exchange::finish)
   double reduce_seconds = 0;  // gradient allreduce
   double images_per_second = 0;
+  // Reconstruction TICA (models/tica.hpp): the two terms of the loss and the greedy stage
+  // trained (-1: every stage); NaN for other objectives, and then left out of the line.
+  double reconstruction = std::nan("");
+  double sparsity = std::nan("");
+  std::int64_t stage = -1;
 };
 
 class MetricsLog {
@@ -31,8 +37,10 @@ class MetricsLog {
   MetricsLog& operator=(const MetricsLog&) = delete;
 
   void step(const StepMetrics& m);
-  // {"eval": true, "step": ..., "samples": ..., "loss": ..., "accuracy": ...}
-  void evaluation(std::int64_t step, std::int64_t samples, double loss, double accuracy);
+  // {"eval": true, "step": ..., "samples": ..., "loss": ..., "accuracy": ...} (and
+  // "reconstruction" when it is finite: TICA)
+  void evaluation(std::int64_t step, std::int64_t samples, double loss, double accuracy,
+                  double reconstruction = std::nan(""));
 
  private:
   void write(const std::string& line);

@@ -9,7 +9,6 @@
 #include "models/presets.hpp"
 
 namespace tessera::models {
-namespace {
 
 // Independent initialisation streams per layer: the layers draw splitmix64 sequences
 // (state += golden ratio), so seeds a golden-ratio step apart would repeat each other's
@@ -20,6 +19,8 @@ std::uint64_t layer_seed(std::uint64_t seed, std::size_t index) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+namespace {
 
 std::string shape_text(const Shape4& s) {
   std::ostringstream out;
@@ -148,12 +149,20 @@ void Sequential<T>::place() {
 
 template <class T>
 const layers::Tensor<T>& Sequential<T>::forward(const layers::Tensor<T>& x) {
+  return forward_through(x, layers_.size() - 1);
+}
+
+template <class T>
+const layers::Tensor<T>& Sequential<T>::forward_through(const layers::Tensor<T>& x, std::size_t last) {
   if (!(x.distribution() == activations_[0].distribution()))
     throw std::invalid_argument("Sequential::forward: x is " + x.distribution().describe() + " but the model takes " +
                                 activations_[0].distribution().describe());
+  if (last >= layers_.size())
+    throw std::out_of_range("Sequential::forward_through: layer " + std::to_string(last) + " of " +
+                            std::to_string(layers_.size()));
   layers_[0]->forward(x, activations_[1]);
-  for (std::size_t i = 1; i < layers_.size(); ++i) layers_[i]->forward(activations_[i], activations_[i + 1]);
-  return activations_.back();
+  for (std::size_t i = 1; i <= last; ++i) layers_[i]->forward(activations_[i], activations_[i + 1]);
+  return activations_[last + 1];
 }
 
 template <class T>

@@ -41,6 +41,11 @@ namespace tessera::models {
 template <class T>
 using IndexedParameters = std::vector<std::pair<int, layers::Parameter<T>*>>;
 
+// The initialisation seed of layer `index` of a model built from `seed` (a hash, so that
+// neighbouring layers draw unrelated streams). Objects that own parameters beside the
+// model (models/tica.hpp's decoders) draw theirs as layers size(), size()+1, ...
+std::uint64_t layer_seed(std::uint64_t seed, std::size_t index);
+
 template <class T>
 class Sequential {
   static_assert(std::is_same_v<T, float>, "Sequential: the layer registry builds fp32 layers");
@@ -70,6 +75,17 @@ class Sequential {
   // gradients are then final): the hook that overlaps the gradient reduction with the
   // layers still to run (layers::GradientBuckets).
   const layers::Tensor<T>& backward(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer);
+
+  // Runs layers 0..last only; returns activation last+1 (e.g. a stage's features while the
+  // layers above it are not trained: greedy layer-wise training, models/tica.hpp).
+  const layers::Tensor<T>& forward_through(const layers::Tensor<T>& x, std::size_t last);
+
+  // Activation i (0: the input, size(): the output) as the latest forward left it, and
+  // the array layer i-1's backward reads its gradient from (layer i's backward writes
+  // gradient i): an objective with terms inside the network (models/tica.hpp) adds to
+  // them and runs the layers' backward itself.
+  const layers::Tensor<T>& activation(std::size_t i) const { return activations_.at(i); }
+  layers::Tensor<T>& gradient(std::size_t i) { return gradients_.at(i); }
 
   const layers::Tensor<T>& output() const { return activations_.back(); }
   // An array distributed as output() for the loss to write the gradient into.

@@ -2,6 +2,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "models/rank_agreement.hpp"
 #include "models/sample_order.hpp"
 #include "models/sequential.hpp"
+#include "models/tica.hpp"
 #include "models/training_set.hpp"
 
 namespace tessera::models {
@@ -57,6 +59,12 @@ void check_options(const TrainerOptions& o) {
   require(o.lr_base_batch >= 0, "--lr-base-batch must not be negative");
   require(o.optimizer.lr >= 0, "--lr must not be negative");
   require(o.noise >= 0, "--noise must not be negative");
+  require(o.objective == "supervised" || o.objective == "tica",
+          "--objective must be supervised or tica, got '" + o.objective + "'");
+  require(o.objective != "tica" || o.noise == 0, "--objective tica learns from the images themselves: drop --noise");
+  require(o.tica_lambda >= 0, "--tica-lambda must not be negative");
+  require(o.tica_mode == "greedy" || o.tica_mode == "joint",
+          "--tica-mode must be greedy or joint, got '" + o.tica_mode + "'");
   require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
 }
 
@@ -71,6 +79,12 @@ GridDims grid_dims(const TrainerOptions& o, MPI_Comm comm, const Line& say) {
   MPI_Comm_rank(comm, &rank);
   if (rank == 0 && !choice.reason.empty()) say(choice.reason);
   return choice.dims;
+}
+
+std::optional<TicaObjective> make_tica(const TrainerOptions& o, Sequential<float>& model, const ProcessGrid& grid) {
+  if (o.objective != "tica") return std::nullopt;
+  return std::optional<TicaObjective>(std::in_place, model, grid, o.seed,
+                                      TicaSettings{o.tica_lambda, parse_tica_mode(o.tica_mode)});
 }
 
 OptimizerSettings scaled(OptimizerSettings s, const TrainerOptions& o) {
@@ -88,25 +102,29 @@ class Run {
         data_(o.data, grid_.comm()),
         spec_(resolve_model(o.model, data_.batch_shape(o.batch))),
         model_(spec_, data_.batch_shape(o.batch), grid_, o.seed),
+        tica_(make_tica(o, model_, grid_)),
         settings_(scaled(o.optimizer, o)),
-        optimizer_(make_optimizer(settings_, model_.parameters(), grid_)),
+        optimizer_(make_optimizer(settings_, parameters(), grid_)),
         seed_(o.seed) {
     if (o.noise > 0) check_denoising(data_);
-    data_.check_model(model_.shape(0), model_.shape(model_.size()));
-    if (o.noise == 0 && data_.supervision() == Supervision::none)
+    if (tica_) data_.check_samples(model_.shape(0));
+    else data_.check_model(model_.shape(0), model_.shape(model_.size()));
+    if (o.noise == 0 && !tica_ && data_.supervision() == Supervision::none)
       throw std::invalid_argument("data file '" + o.data +
                                   "' has neither /labels nor /targets to train against (--noise trains a denoiser on it)");
     if (!o.val_data.empty()) {
       val_.emplace(o.val_data, grid_.comm());
       if (o.noise > 0) check_denoising(*val_);
-      val_->check_model(model_.shape(0), model_.shape(model_.size()));
-      if (o.noise == 0 && val_->supervision() != data_.supervision())
+      if (tica_) val_->check_samples(model_.shape(0));
+      else val_->check_model(model_.shape(0), model_.shape(model_.size()));
+      if (o.noise == 0 && !tica_ && val_->supervision() != data_.supervision())
         throw std::invalid_argument("validation file '" + o.val_data + "' is not supervised like '" + o.data +
                                     "' (labels vs targets)");
     }
     if (!o.save.empty()) check_writable(o.save, grid_.comm());
     model_.set_halo_config(o.halo);
-    if (data_.supervision() == Supervision::targets || o.noise > 0)
+    if (tica_) tica_->set_halo_config(o.halo);
+    if (!tica_ && (data_.supervision() == Supervision::targets || o.noise > 0))
       targets_.emplace(model_.output_grid(), model_.shape(model_.size()), HaloWidths{}, "tessera::targets");
   }
 
@@ -117,6 +135,7 @@ class Run {
     SampleOrder order(data_.samples(), o_.batch, seed_);
     const std::int64_t total =
         o_.steps > 0 ? o_.steps : std::max<std::int64_t>(o_.epochs, 1) * order.batches_per_epoch();
+    total_ = total;
     if (rank0_) say_(header(order, total));
 
     std::string open_error;
@@ -174,6 +193,7 @@ class Run {
     beat(s, "reading the batch");
     const std::vector<std::int64_t> rows = order.rows(s);
     data_.read_images(rows, model_.input());
+    if (tica_) return tica_step(m, s, t0, halo0, beat);
     std::optional<TrainingSet::LabelView> labels;
     if (o_.noise > 0) corrupt_input(s);
     else if (data_.supervision() == Supervision::labels) labels = data_.read_labels(rows, model_.output());
@@ -218,10 +238,61 @@ class Run {
     return m;
   }
 
+  // Reconstruction TICA: the objective of the stages this step trains (all, joint; one,
+  // greedy) and an update of their parameters only.
+  template <class Beat>
+  StepMetrics tica_step(StepMetrics& m, std::int64_t s, double t0, double halo0, const Beat& beat) {
+    m.data_seconds = now() - t0;
+    const std::vector<std::size_t> stages = tica_->stages_at(s, total_);
+    beat(s, "forward and backward (TICA)");
+    optimizer_->zero_grad();
+    const TicaTerms terms = tica_->gradients(stages);
+    m.loss = terms.objective, m.reconstruction = terms.reconstruction, m.sparsity = terms.sparsity;
+    m.accuracy = std::nan("");
+    m.stage = tica_->settings().mode == TicaMode::greedy ? static_cast<std::int64_t>(stages.front()) : -1;
+    if (!std::isfinite(m.loss)) throw TrainingStopped(non_finite(m.loss, s));
+    Kokkos::fence();
+    beat(s, "gradient allreduce");
+    const std::vector<layers::Parameter<float>*> trained = tica_->trained_parameters(stages);
+    const double reduce0 = now();
+    layers::reduce_gradients(trained, grid_);
+    m.reduce_seconds = now() - reduce0;
+    beat(s, "optimizer");
+    const std::vector<layers::Parameter<float>*>& all = optimizer_->params();
+    optimizer_->step([&](std::size_t i) { return std::find(trained.begin(), trained.end(), all[i]) != trained.end(); });
+    m.lr = optimizer_->lr();
+    Kokkos::fence();
+    m.seconds = now() - t0;
+    m.halo_seconds = halo::exposed_wait_seconds() - halo0;
+    m.images_per_second = static_cast<double>(o_.batch) / m.seconds;
+    return m;
+  }
+
+  // TICA's objective over every full batch of `set` for the stages step `at_step` trains.
+  template <class Beat>
+  Evaluation tica_evaluate(const TrainingSet& set, std::int64_t at_step, const Beat& beat) {
+    Evaluation e;
+    double objective = 0, reconstruction = 0;
+    const std::vector<std::size_t> stages = tica_->stages_at(std::max<std::int64_t>(at_step, 1), total_);
+    for (const std::vector<std::int64_t>& rows : evaluation_batches(set.samples(), o_.batch)) {
+      beat(at_step, "evaluating");
+      if (rows.back() < 0) continue;  // a padded batch: every sample counts
+      set.read_images(rows, model_.input());
+      const TicaTerms terms = tica_->evaluate(stages);
+      objective += terms.objective * static_cast<double>(o_.batch);
+      reconstruction += terms.reconstruction * static_cast<double>(o_.batch);
+      e.samples += o_.batch;
+    }
+    if (e.samples > 0) e.loss = objective / double(e.samples), e.reconstruction = reconstruction / double(e.samples);
+    e.accuracy = std::nan("");
+    return e;
+  }
+
   // Every sample of `set` once, in file order, with the weights as they are; batch norm
   // uses its running statistics. The last batch is padded with rows that count for nothing.
   template <class Beat>
   Evaluation evaluate(const TrainingSet& set, std::int64_t at_step, const Beat& beat) {
+    if (tica_) return tica_evaluate(set, at_step, beat);
     model_.set_training(false);
     Evaluation e;
     double loss_sum = 0, correct = 0;
@@ -265,12 +336,13 @@ class Run {
   }
 
   void report(const Evaluation& e, std::int64_t step, MetricsLog& metrics) {
-    metrics.evaluation(step, e.samples, e.loss, e.accuracy);
+    metrics.evaluation(step, e.samples, e.loss, e.accuracy, e.reconstruction);
     if (!rank0_) return;
     std::ostringstream line;
     line << "evaluation at step " << step << " on " << e.samples << " samples of " << o_.val_data << ": loss "
          << e.loss;
     if (std::isfinite(e.accuracy)) line << ", accuracy " << 100 * e.accuracy << "%";
+    if (std::isfinite(e.reconstruction)) line << ", reconstruction " << e.reconstruction;
     say_(line.str());
   }
 
@@ -285,7 +357,7 @@ class Run {
     }
     if (o_.resume.empty()) return;
     ModelBuffers buffers(model_);
-    CheckpointContent content = checkpoint_content(model_.params(), optimizer_.get());
+    CheckpointContent content = checkpoint_content(indexed_parameters(), optimizer_.get());
     buffers.add_to(content);
     const CheckpointMeta meta = load_checkpoint(o_.resume, grid_, content);
     buffers.restore();
@@ -307,11 +379,25 @@ class Run {
     meta.rng_state = "sample order: SplitMix64 Fisher-Yates per epoch (models/sample_order.hpp), seed " +
                      std::to_string(seed_) + ", next step " + std::to_string(step + 1);
     meta.optimizer_options = describe(settings_);
-    CheckpointContent content = checkpoint_content(model_.params(), optimizer_.get(), meta);
+    CheckpointContent content = checkpoint_content(indexed_parameters(), optimizer_.get(), meta);
     ModelBuffers buffers(model_);
     buffers.add_to(content);
     save_checkpoint(path, grid_, content);
     last_saved_ = {path, step};
+  }
+
+  // The model's parameters and, for TICA, the decoders': what the optimizer updates and a
+  // checkpoint holds.
+  IndexedParameters<float> indexed_parameters() {
+    IndexedParameters<float> all = model_.params();
+    if (tica_)
+      for (const auto& p : tica_->decoder_params()) all.push_back(p);
+    return all;
+  }
+  std::vector<layers::Parameter<float>*> parameters() {
+    std::vector<layers::Parameter<float>*> all;
+    for (const auto& p : indexed_parameters()) all.push_back(p.second);
+    return all;
   }
 
   std::string non_finite(double loss, std::int64_t step) const {
@@ -332,6 +418,7 @@ class Run {
     // Per rank (rank 0's share): what decides whether a model-parallel run fits.
     out << "; per rank: parameters+gradients " << model_.local_parameter_bytes() << " bytes, activations+gradients "
         << model_.local_activation_bytes() << " bytes";
+    if (tica_) out << "; objective: " << tica_->describe();
     if (o_.verbose) out << "\n" << model_.describe();
     return out.str();
   }
@@ -344,9 +431,11 @@ class Run {
   std::optional<TrainingSet> val_;
   std::string spec_;
   Sequential<float> model_;
+  std::optional<TicaObjective> tica_;
   OptimizerSettings settings_;
   std::unique_ptr<layers::Optimizer<float>> optimizer_;
   std::uint64_t seed_;
+  std::int64_t total_ = 0;  // the run's step count (greedy TICA splits it over the stages)
   std::optional<layers::Tensor<float>> targets_;
   std::pair<std::string, std::int64_t> last_saved_{"", -1};
 };

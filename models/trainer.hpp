@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -44,6 +45,9 @@ struct TrainerOptions {
   std::int64_t eval_every = 0;        // steps; needs val_data (0: at the end only)
   std::string metrics;                // JSON lines, rank 0
   double noise = 0;                   // > 0: denoising of unlabelled data (input + N(0, noise^2), target = input)
+  std::string objective = "supervised";  // or "tica": reconstruction TICA on unlabelled images (models/tica.hpp)
+  double tica_lambda = 0.1;           // weight of TICA's sparsity term
+  std::string tica_mode = "greedy";   // greedy (stage by stage) or joint
   std::string precision = "fp32";
   layers::WindowedConfig halo;        // --overlap, --halo-transport
   bool overlap_allreduce = true;      // reduce gradients in buckets during backward
@@ -61,6 +65,7 @@ struct Evaluation {
   std::int64_t samples = 0;
   double loss = 0;
   double accuracy = 0;  // labelled data only
+  double reconstruction = std::nan("");  // TICA only: the reconstruction term of `loss`
 };
 
 struct TrainingSummary {

@@ -63,13 +63,17 @@ TrainingSet::TrainingSet(const std::string& path, MPI_Comm comm) {
   }
 }
 
-void TrainingSet::check_model(const Shape4& input, const Shape4& output) const {
-  const std::string where = "data file '" + path() + "'";
+void TrainingSet::check_samples(const Shape4& input) const {
   if (input[C] != sample_[0] || input[H] != sample_[1] || input[W] != sample_[2])
-    throw std::invalid_argument(where + " holds samples of " + std::to_string(sample_[0]) + "x" +
+    throw std::invalid_argument("data file '" + path() + "' holds samples of " + std::to_string(sample_[0]) + "x" +
                                 std::to_string(sample_[1]) + "x" + std::to_string(sample_[2]) +
                                 " (CxHxW) but the model takes " + std::to_string(input[C]) + "x" +
                                 std::to_string(input[H]) + "x" + std::to_string(input[W]));
+}
+
+void TrainingSet::check_model(const Shape4& input, const Shape4& output) const {
+  const std::string where = "data file '" + path() + "'";
+  check_samples(input);
   if (supervision_ == Supervision::labels && (output[H] != 1 || output[W] != 1))
     throw std::invalid_argument(where + " has one label per sample, but the model's output is " + shape_text(output) +
                                 ", not class scores (N, K, 1, 1)");

@@ -48,6 +48,8 @@ class TrainingSet {
   // Checks that a model taking batches of `input` and producing `output` fits this data:
   // the sample shape and the labels' or targets' shape. Throws std::invalid_argument.
   void check_model(const Shape4& input, const Shape4& output) const;
+  // The sample shape alone (an objective that ignores labels and targets: TICA).
+  void check_samples(const Shape4& input) const;
 
   // Batch row b of `images` <- sample rows[b] (row -1: sample 0, a padding row); uint8
   // pixels are scaled to [0, 1]. Collective; `images` holds rows.size() samples.

@@ -70,6 +70,11 @@ po::options_description describe_options(AppOptions& a) {
       ("metrics", po::value(&t.metrics), "append one JSON line per step (and evaluation) to this file")
       ("noise", po::value(&t.noise)->default_value(t.noise),
        "train a denoiser on unlabelled images: input + N(0, noise^2), target the clean image (0: off)")
+      ("objective", po::value(&t.objective)->default_value(t.objective),
+       "supervised (labels, targets or --noise) | tica: reconstruction TICA on the images (docs/train-app.md)")
+      ("tica-lambda", po::value(&t.tica_lambda)->default_value(t.tica_lambda), "TICA: weight of the sparsity term")
+      ("tica-mode", po::value(&t.tica_mode)->default_value(t.tica_mode),
+       "TICA: greedy (the steps split over the stages, one at a time) | joint (every stage at once)")
       ("precision", po::value(&t.precision)->default_value(t.precision), "fp32 | bf16")
       ("halo-transport", po::value(&t.halo.transport)->default_value(t.halo.transport),
        "auto | mpi | mpi-staged | nccl")

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -44,10 +45,18 @@ class Optimizer {
 
   // One update of every parameter, at the schedule's rate for the next step.
   void step() {
+    step([](std::size_t) { return true; });
+  }
+
+  // One update of the parameters `trains(i)` selects; the others keep their values and
+  // their state (step count, momentum), as if frozen — greedy layer-wise training
+  // (models/tica.hpp). The schedule advances as for step().
+  void step(const std::function<bool(std::size_t)>& trains) {
     ++steps_;
     const double rate = schedule_.at(steps_);
     prepare_step();
     for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (!trains(i)) continue;
       ++state_[i].step;
       update(i, rate);
     }

@@ -1,0 +1,66 @@
+#pragma once
+// The element-wise kernels of the reconstruction-TICA objective (models/tica.hpp) over a
+// DistArray's owned cells. Free functions: CUDA allows extended lambdas only outside
+// member functions.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace tessera::models::tica {
+
+using Cells = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
+
+template <class V>
+Cells cells_of(const V& v) {
+  return Cells({0, 0, 0, 0}, {std::int64_t(v.extent(0)), std::int64_t(v.extent(1)), std::int64_t(v.extent(2)),
+                              std::int64_t(v.extent(3))});
+}
+
+// sum (x_hat - x)^2 over the cells; writes d_x_hat = 2 (x_hat - x) * scale.
+template <class V>
+double squared_error(const V& x_hat, const V& x, const V& d_x_hat, float scale) {
+  double sum = 0;
+  Kokkos::parallel_reduce(
+      "tessera::tica::squared_error", cells_of(x_hat),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, double& s) {
+        const float diff = x_hat(n, c, h, w) - x(n, c, h, w);
+        s += double(diff) * double(diff);
+        d_x_hat(n, c, h, w) = 2.0f * diff * scale;
+      },
+      sum);
+  return sum;
+}
+
+// sum of the cells of `pooled` (each sqrt(eps + a window's sum of squares) >= 0).
+template <class V>
+double cell_sum(const V& pooled) {
+  double sum = 0;
+  Kokkos::parallel_reduce(
+      "tessera::tica::cell_sum", cells_of(pooled),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, double& s) {
+        s += double(pooled(n, c, h, w));
+      },
+      sum);
+  return sum;
+}
+
+// into += alpha * from (same extents).
+template <class V>
+void add_scaled(const V& into, const V& from, float alpha) {
+  Kokkos::parallel_for(
+      "tessera::tica::add_scaled", cells_of(into),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+        into(n, c, h, w) += alpha * from(n, c, h, w);
+      });
+}
+
+// into += value.
+template <class V>
+void add_constant(const V& into, float value) {
+  Kokkos::parallel_for(
+      "tessera::tica::add_constant", cells_of(into),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { into(n, c, h, w) += value; });
+}
+
+}  // namespace tessera::models::tica
