@@ -48,6 +48,7 @@ TicaObjective::TicaObjective(Sequential<float>& model, const ProcessGrid& grid, 
                              TicaSettings settings)
     : model_(model), grid_(grid), settings_(settings) {
   if (!(settings.lambda >= 0)) throw std::invalid_argument("TICA: lambda must be >= 0");
+  if (settings.stage_steps < 0) throw std::invalid_argument("TICA: steps per stage must be >= 0");
   for (std::size_t i = 0; i < model.size(); ++i) {
     auto* local = dynamic_cast<layers::LocallyConnected2d<float>*>(&model.layer(i));
     if (!local) continue;
@@ -70,7 +71,8 @@ std::vector<std::size_t> TicaObjective::stages_at(std::int64_t step, std::int64_
   for (std::size_t s = 0; s < all.size(); ++s) all[s] = s;
   if (settings_.mode == TicaMode::joint) return all;
   const auto count = static_cast<std::int64_t>(stages_.size());
-  const std::int64_t share = std::max<std::int64_t>((total + count - 1) / count, 1);
+  const std::int64_t share =
+      settings_.stage_steps > 0 ? settings_.stage_steps : std::max<std::int64_t>((total + count - 1) / count, 1);
   const std::int64_t stage = std::clamp<std::int64_t>((step - 1) / share, 0, count - 1);
   return {static_cast<std::size_t>(stage)};
 }

@@ -40,6 +40,7 @@ TicaMode parse_tica_mode(const std::string& text);
 struct TicaSettings {
   double lambda = 0.1;
   TicaMode mode = TicaMode::greedy;
+  std::int64_t stage_steps = 0;  // greedy: steps per stage (the last stage takes the rest); 0: an even split
 };
 
 // Per-sample means of the two terms over the stages a step trains.
@@ -64,8 +65,9 @@ class TicaObjective {
   std::size_t stages() const { return stages_.size(); }
   const TicaSettings& settings() const { return settings_; }
 
-  // The stages step `step` (1-based) of `total` trains: greedy, one (stage s for the s-th
-  // even share of the steps); joint, all.
+  // The stages step `step` (1-based) of `total` trains: joint, all; greedy, one — stage s
+  // for steps s*k+1 .. (s+1)*k with k = stage_steps (or the even share of `total`), the
+  // last stage also for any steps after.
   std::vector<std::size_t> stages_at(std::int64_t step, std::int64_t total) const;
 
   // Forward from model.input() as it stands, the objective of `stages`, and backward: the

@@ -63,6 +63,7 @@ void check_options(const TrainerOptions& o) {
           "--objective must be supervised or tica, got '" + o.objective + "'");
   require(o.objective != "tica" || o.noise == 0, "--objective tica learns from the images themselves: drop --noise");
   require(o.tica_lambda >= 0, "--tica-lambda must not be negative");
+  require(o.tica_stage_steps >= 0, "--tica-stage-steps must not be negative");
   require(o.tica_mode == "greedy" || o.tica_mode == "joint",
           "--tica-mode must be greedy or joint, got '" + o.tica_mode + "'");
   require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
@@ -84,7 +85,7 @@ GridDims grid_dims(const TrainerOptions& o, MPI_Comm comm, const Line& say) {
 std::optional<TicaObjective> make_tica(const TrainerOptions& o, Sequential<float>& model, const ProcessGrid& grid) {
   if (o.objective != "tica") return std::nullopt;
   return std::optional<TicaObjective>(std::in_place, model, grid, o.seed,
-                                      TicaSettings{o.tica_lambda, parse_tica_mode(o.tica_mode)});
+                                      TicaSettings{o.tica_lambda, parse_tica_mode(o.tica_mode), o.tica_stage_steps});
 }
 
 OptimizerSettings scaled(OptimizerSettings s, const TrainerOptions& o) {

@@ -48,6 +48,7 @@ struct TrainerOptions {
   std::string objective = "supervised";  // or "tica": reconstruction TICA on unlabelled images (models/tica.hpp)
   double tica_lambda = 0.1;           // weight of TICA's sparsity term
   std::string tica_mode = "greedy";   // greedy (stage by stage) or joint
+  std::int64_t tica_stage_steps = 0;  // greedy: steps per stage (0: --steps split evenly)
   std::string precision = "fp32";
   layers::WindowedConfig halo;        // --overlap, --halo-transport
   bool overlap_allreduce = true;      // reduce gradients in buckets during backward

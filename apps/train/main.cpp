@@ -75,6 +75,8 @@ po::options_description describe_options(AppOptions& a) {
       ("tica-lambda", po::value(&t.tica_lambda)->default_value(t.tica_lambda), "TICA: weight of the sparsity term")
       ("tica-mode", po::value(&t.tica_mode)->default_value(t.tica_mode),
        "TICA: greedy (the steps split over the stages, one at a time) | joint (every stage at once)")
+      ("tica-stage-steps", po::value(&t.tica_stage_steps)->default_value(t.tica_stage_steps),
+       "TICA greedy: steps per stage, the last stage taking the rest (0: --steps split evenly)")
       ("precision", po::value(&t.precision)->default_value(t.precision), "fp32 | bf16")
       ("halo-transport", po::value(&t.halo.transport)->default_value(t.halo.transport),
        "auto | mpi | mpi-staged | nccl")
