@@ -26,10 +26,13 @@ std::pair<std::string_view, std::string_view> split_call(std::string_view text) 
   return {text.substr(0, open), text.substr(open + 1, text.size() - open - 2)};
 }
 
-// The le2012 family: `defaults` changed by maps= and stride= from the text.
+// The le2012 family: `defaults` changed by maps=, stride=, stages= and field= from the text
+// (le2012_spec rejects values below 1, naming the option).
 std::string le2012_from(Le2012Options defaults, SpecOptions& options) {
   if (auto maps = options.take_int("maps")) defaults.maps = *maps;
   if (auto stride = options.take_int("stride")) defaults.stride = *stride;
+  if (auto stages = options.take_int("stages")) defaults.stages = *stages;
+  if (auto field = options.take_int("field")) defaults.field = *field;
   return le2012_spec(defaults);
 }
 

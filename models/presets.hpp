@@ -1,7 +1,8 @@
 #pragma once
 // Named models: a preset is a spec string, possibly depending on the input (a denoiser
 // ends with as many channels as it was given) and on options given as a layer's are:
-// "le2012(maps=8,stride=2)". Sequential accepts a preset name wherever it accepts a spec.
+// "le2012(maps=8,stride=2,stages=3,field=18)". Sequential accepts a preset name wherever
+// it accepts a spec.
 
 #include <cstdint>
 #include <string>

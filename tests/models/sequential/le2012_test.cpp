@@ -1,4 +1,4 @@
-// The Le et al. (2012) presets: the option syntax ("le2012(maps=8,stride=2)") and its
+// The Le et al. (2012) presets: the option syntax ("le2012(maps=8,stride=2,stages=3,field=18)") and its
 // errors, and le2012_parameter_count — the formula sum Hout*Wout*K*(C*R*R+1) — against
 // Sequential::parameter_count() for le2012 and small variants, and against a hand
 // computation for the billion-parameter instances, which are too big to build here.
@@ -45,6 +45,20 @@ TEST(Le2012Preset, BadOptionsAreClearErrors) {
             std::string::npos);
   EXPECT_NE(error_of([] { le2012_parameter_count({}, {1, 3, 40, 40}); }).find("stage 2 input 12x12"),
             std::string::npos);
+  EXPECT_NE(error_of([] { preset_spec("le2012(stages=0)", {1, 3, 200, 200}); }).find("stages must be >= 1, got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { preset_spec("cots-11b(field=-3)", {1, 3, 200, 200}); }).find("field must be >= 1, got -3"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { preset_spec("le2012-1b(stages=two)", {1, 3, 200, 200}); }).find("stages"),
+            std::string::npos);
+}
+
+TEST(Le2012Preset, StagesAndFieldOptions) {
+  const std::string stage = "local(out=8,k=18,stride=2),l2pool(k=5,stride=1,pad=2),lcn(k=5)";
+  EXPECT_EQ(preset_spec("le2012(stages=1)", {1, 3, 200, 200}), stage);
+  EXPECT_EQ(preset_spec("le2012(stages=4,field=7)", {1, 3, 200, 200}), le2012_spec({.field = 7, .stages = 4}));
+  EXPECT_EQ(preset_spec("le2012-1b(stages=2)", {1, 3, 200, 200}), le2012_spec({.maps = 7, .stride = 1, .stages = 2}));
+  EXPECT_EQ(preset_spec("cots-11b(field=9)", {1, 3, 200, 200}), le2012_spec({.maps = 25, .stride = 1, .field = 9}));
 }
 
 TEST(Le2012Preset, FormulaMatchesTheBuiltModel) {
@@ -56,6 +70,20 @@ TEST(Le2012Preset, FormulaMatchesTheBuiltModel) {
   // Stride 1 on a small grey image: 60 -> 43 -> 26 -> 9.
   const Shape4 small{2, 1, 60, 60};
   EXPECT_EQ(built_count("le2012(maps=1,stride=1)", small), le2012_parameter_count({.maps = 1, .stride = 1}, small));
+  // stages=: one stage fits a 30x30 image that three do not (30 -> 7 -> too small).
+  const Shape4 one_stage_input{1, 3, 30, 30};
+  EXPECT_EQ(built_count("le2012(stages=1)", one_stage_input), 7 * 7 * 8 * 973);
+  EXPECT_EQ(le2012_parameter_count({.stages = 1}, one_stage_input), 7 * 7 * 8 * 973);
+  // field=: 7x7 fields at stride 2 on 48x48: 48 -> 21 -> 8 -> 1.
+  const Shape4 field_input{1, 3, 48, 48};
+  const std::int64_t field7 = 21 * 21 * 2 * (3 * 49 + 1) + 8 * 8 * 2 * (2 * 49 + 1) + 1 * 1 * 2 * (2 * 49 + 1);
+  EXPECT_EQ(built_count("le2012(maps=2,field=7)", field_input), field7);
+  EXPECT_EQ(le2012_parameter_count({.maps = 2, .field = 7}, field_input), field7);
+  // Both, with the other presets' defaults: stride 1, 2 stages of 9x9 fields on 20x20 grey: 20 -> 12 -> 4.
+  const Shape4 grey{1, 1, 20, 20};
+  EXPECT_EQ(built_count("le2012-1b(stages=2,field=9)", grey),
+            le2012_parameter_count({.maps = 7, .stride = 1, .field = 9, .stages = 2}, grey));
+  EXPECT_EQ(built_count("le2012-1b(stages=2,field=9)", grey), 12 * 12 * 7 * (81 + 1) + 4 * 4 * 7 * (7 * 81 + 1));
   // Other fields, pools and stage counts through the spec function.
   const Le2012Options odd{.maps = 3, .stride = 2, .field = 5, .pool = 4, .lcn = 3, .stages = 2};
   const Shape4 rect{1, 2, 23, 31};
