@@ -36,9 +36,5 @@ save = $out/fashion-cnn.h5
 filters-png = $out/filters.png
 metrics = $out/metrics.jsonl
 CONFIG
-rm -f "$out/metrics.jsonl"
-
-launcher=$(command -v mpiexec.mpich || command -v mpiexec) || die "no mpiexec found"
-log "training fashion-cnn on ${TESSERA_RANKS:-4} ranks (settings: $out/demo.cfg)"
-"$launcher" -n "${TESSERA_RANKS:-4}" "$build/apps/tessera-train" --config "$out/demo.cfg" "$@"
+train_example "$build" fashion-cnn "$out/demo.cfg" "$out/metrics.jsonl" "$@"
 log "checkpoint, filters and metrics are in $out"

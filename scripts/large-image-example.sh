@@ -11,8 +11,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 build="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
 build_variant cpu "$build"
 
-photos=/usr/lib/python3/dist-packages/skimage/data
-[[ -f "$photos/astronaut.png" ]] || die "no scikit-image sample photographs at $photos (install python3-skimage)"
+require_photos
+photos="$SKIMAGE_PHOTOS"
 out="$build/large-image"
 size="${TESSERA_IMAGE_SIZE:-1024x1024}"
 mkdir -p "$out"
@@ -37,7 +37,4 @@ lr = 0.001
 save = $out/denoise-dilated.h5
 metrics = $out/metrics.jsonl
 CONFIG
-rm -f "$out/metrics.jsonl"
-launcher=$(command -v mpiexec.mpich || command -v mpiexec) || die "no mpiexec found"
-log "training denoise-dilated on ${TESSERA_RANKS:-4} ranks (settings: $out/example.cfg)"
-"$launcher" -n "${TESSERA_RANKS:-4}" "$build/apps/tessera-train" --config "$out/example.cfg" "$@"
+train_example "$build" denoise-dilated "$out/example.cfg" "$out/metrics.jsonl" "$@"

@@ -90,14 +90,23 @@ data::RgbImage render_local(const Hdf5File& file, const std::string& name, const
 
 }  // namespace
 
+constexpr int kLayersSearched = 1024;
+
 data::RgbImage render_first_layer_filters(const std::string& checkpoint, int zoom) {
   const Hdf5File file(checkpoint, Hdf5File::Mode::read, MPI_COMM_SELF);
-  const std::string name = "/params/0/weight";
-  if (!file.has(name)) throw std::runtime_error("checkpoint '" + checkpoint + "' has no " + name);
+  // The first layer that has a weight: layers without parameters (an lcn that normalises
+  // the input) may come before it.
+  std::string name;
+  int layer = 0;
+  for (; layer < kLayersSearched && name.empty(); ++layer)
+    if (file.has("/params/" + std::to_string(layer))) name = "/params/" + std::to_string(layer) + "/weight";
+  if (name.empty() || !file.has(name))
+    throw std::runtime_error("checkpoint '" + checkpoint + "' has no layer weight to draw (no " +
+                             (name.empty() ? std::string("/params/<layer>") : name) + ")");
   const Dims dims = file.shape(name);
   if (dims.size() == 4) return render_conv(file, name, dims, zoom);
   if (dims.size() == 6) return render_local(file, name, dims, zoom);
-  throw std::runtime_error("layer 0's weight has shape " + dims_text(dims) +
+  throw std::runtime_error(name + " has shape " + dims_text(dims) +
                            ", neither a conv filter bank (O, C, KH, KW) nor a local one (Hout, Wout, K, C, KH, KW)");
 }
 

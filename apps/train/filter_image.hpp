@@ -15,11 +15,12 @@
 
 namespace tessera::train {
 
-// Reads /params/0/weight from checkpoint `path` (one process) and renders it with `zoom`
+// Reads the weight of the first layer that has parameters (/params/<i>/weight, lowest i)
+// from checkpoint `path` (one process) and renders it with `zoom`
 // pixels per weight (more for small kernels: each tile is at least 48 pixels). Of a
 // locally connected weight it reads only the sampled positions (a stage-one le2012 weight
-// is ~260 MB). Throws std::runtime_error when the file cannot be read or layer 0's weight
-// is neither 4-D (conv) nor 6-D (local).
+// is ~260 MB). Throws std::runtime_error when the file cannot be read, holds no weight, or
+// that weight is neither 4-D (conv) nor 6-D (local).
 data::RgbImage render_first_layer_filters(const std::string& checkpoint, int zoom = 8);
 
 }  // namespace tessera::train

@@ -40,3 +40,23 @@ build_variant() {
   cmake --build "$dir" -j "$(nproc)" >"$dir/build.log" 2>&1 \
     || { grep -E -B2 -A12 'error|Error' "$dir/build.log" | head -120 >&2; die "the $variant build failed; full log: $dir/build.log"; }
 }
+
+# Where the examples find photographs: scikit-image's sample images (Debian's python3-skimage).
+SKIMAGE_PHOTOS=/usr/lib/python3/dist-packages/skimage/data
+require_photos() {
+  [[ -f "$SKIMAGE_PHOTOS/astronaut.png" ]] || die "no scikit-image sample photographs at $SKIMAGE_PHOTOS (install python3-skimage)"
+}
+
+# Runs tessera-train of build <build> on ${TESSERA_RANKS:-4} ranks with config <file>; the
+# remaining arguments go to tessera-train and win over the file. A fresh run starts a fresh
+# metrics file <metrics>.
+#   train_example <build> <what> <config file> <metrics file> [tessera-train arguments...]
+train_example() {
+  local build="$1" what="$2" config="$3" metrics="$4"
+  shift 4
+  rm -f "$metrics"
+  local launcher
+  launcher=$(command -v mpiexec.mpich || command -v mpiexec) || die "no mpiexec found"
+  log "training $what on ${TESSERA_RANKS:-4} ranks (settings: $config)"
+  "$launcher" -n "${TESSERA_RANKS:-4}" "$build/apps/tessera-train" --config "$config" "$@"
+}
