@@ -78,15 +78,15 @@ if [[ " $parts " == *" net "* ]]; then
   : >"$work/net-torch.jsonl"
   while IFS=$'\t' read -r index shape spec; do
     OMP_NUM_THREADS="$threads" "${mpiexec[@]}" -n 1 "$bench_scaling" --model "$spec" --shape "$shape" \
-      --warmup "$warmup" --repeats "$net_repeats" --label "case $index" >>"$work/net-tessera.jsonl" \
+      --warmup "$warmup" --repeats "$net_repeats" --label "case $index" </dev/null >>"$work/net-tessera.jsonl" \
       || echo "{\"label\": \"case $index\", \"error\": \"bench_scaling failed\"}" >>"$work/net-tessera.jsonl"
     if have_torch; then
       OMP_NUM_THREADS="$threads" "$python" "$here/torch_net.py" --model "$spec" --shape "$shape" --threads "$threads" \
-        --warmup "$warmup" --repeats "$net_repeats" --label "case $index" >>"$work/net-torch.jsonl" \
+        --warmup "$warmup" --repeats "$net_repeats" --label "case $index" </dev/null >>"$work/net-torch.jsonl" \
         || echo "{\"label\": \"case $index\", \"error\": \"torch_net.py failed\"}" >>"$work/net-torch.jsonl"
     fi
     printf '.' >&2
-  done < <(cases_of "$net_cases")
+  done < <(cases_of "$net_cases")  # (mpiexec forwards stdin to rank 0: hence the </dev/null)
   echo >&2
   python3 "$here/join_net.py" "$work/net-tessera.jsonl" "$work/net-torch.jsonl" --threads "$threads" \
     ${torch_note:+--torch-note "$torch_note"} >"$work/net.md"
