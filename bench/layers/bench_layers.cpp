@@ -4,7 +4,7 @@
 // the default process grid, input and output gradient random, parameters from seed 1.
 //
 //   bench_layers [--cases FILE] [--case I,J,...] [--warmup N] [--repeats N]
-//                [--format table|tsv] [--list]
+//                [--format table|tsv] [--list] [--grid NxHxW|auto]
 //
 // Times are milliseconds, the median over repeats of the slowest rank; "total" is the median
 // of forward + backward per repeat (not the sum of the two medians); "cpu" is the process's
@@ -13,8 +13,8 @@
 // repeats, untimed. --format tsv: '#' lines describing the run, then a header and one
 // tab-separated row per case (bench/layers/join_results.py reads it). A spec naming a layer this build lacks is skipped with a
 // note; a spec a layer rejects is reported as an error; neither stops the run. Compare with
-// PyTorch on one rank (bench/layers/run.sh); on more ranks every case runs on
-// default_grid(P).
+// PyTorch on one rank (bench/layers/run.sh); on more ranks every case runs on --grid
+// (default auto: default_grid(P)).
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
@@ -44,13 +44,15 @@ struct Options {
   int warmup = 2;
   int repeats = 10;
   std::vector<int> only;  // case numbers (1-based) to run; empty: all
+  std::string grid = "auto";
   bool tsv = false;
   bool list = false;
   bool help = false;
 };
 
 const char* const kUsage =
-    "usage: bench_layers [--cases FILE] [--case I,J,...] [--warmup N] [--repeats N] [--format table|tsv] [--list]\n";
+    "usage: bench_layers [--cases FILE] [--case I,J,...] [--warmup N] [--repeats N] [--format table|tsv] [--list]\n"
+    "                    [--grid NxHxW|auto]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -77,6 +79,9 @@ Options parse(int argc, char** argv) {
       o.warmup = bench::non_negative_int(value, "--warmup");
     } else if (flag == "--repeats") {
       o.repeats = bench::positive_int(value, "--repeats");
+    } else if (flag == "--grid") {
+      if (value != "auto") parse_grid(value);  // a malformed grid fails here, before MPI work
+      o.grid = value;
     } else if (flag == "--format") {
       if (value != "table" && value != "tsv") throw std::invalid_argument("--format '" + value + "' is not table or tsv");
       o.tsv = value == "tsv";
@@ -204,7 +209,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
       }
     return 0;
   }
-  const GridDims dims = default_grid(runtime.size());
+  const GridDims dims = o.grid == "auto" ? default_grid(runtime.size()) : parse_grid(o.grid);
   ProcessGrid grid(runtime.world(), dims);
   if (root) print_header(runtime, o, dims);
   int errors = 0;
