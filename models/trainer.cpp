@@ -231,6 +231,11 @@ class Run {
     }
     beat(s, "optimizer");
     optimizer_->step();
+    return finish_timing(m, t0, halo0);
+  }
+
+  // The end of every step, after the optimizer: the rate used and the step's times.
+  StepMetrics& finish_timing(StepMetrics& m, double t0, double halo0) const {
     m.lr = optimizer_->lr();
     Kokkos::fence();
     m.seconds = now() - t0;
@@ -261,12 +266,7 @@ class Run {
     beat(s, "optimizer");
     const std::vector<layers::Parameter<float>*>& all = optimizer_->params();
     optimizer_->step([&](std::size_t i) { return std::find(trained.begin(), trained.end(), all[i]) != trained.end(); });
-    m.lr = optimizer_->lr();
-    Kokkos::fence();
-    m.seconds = now() - t0;
-    m.halo_seconds = halo::exposed_wait_seconds() - halo0;
-    m.images_per_second = static_cast<double>(o_.batch) / m.seconds;
-    return m;
+    return finish_timing(m, t0, halo0);
   }
 
   // TICA's objective over every full batch of `set` for the stages step `at_step` trains.

@@ -10,9 +10,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-"$TESSERA_ROOT/scripts/setup-deps.sh"
-build="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
-build_variant cpu "$build"
+prepare_example_build
 
 data="$build/data/fashion-mnist"
 if [[ ! -f "$data/fashion-mnist-train.h5" || ! -f "$data/fashion-mnist-test.h5" ]]; then

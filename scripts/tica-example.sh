@@ -8,9 +8,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-"$TESSERA_ROOT/scripts/setup-deps.sh"
-build="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
-build_variant cpu "$build"
+prepare_example_build
 
 require_photos
 photos="$SKIMAGE_PHOTOS"

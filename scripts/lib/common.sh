@@ -60,3 +60,11 @@ train_example() {
   log "training $what on ${TESSERA_RANKS:-4} ranks (settings: $config)"
   "$launcher" -n "${TESSERA_RANKS:-4}" "$build/apps/tessera-train" --config "$config" "$@"
 }
+
+# What every example does first: install the dependencies and build the CPU variant in
+# ${TESSERA_BUILD_DIR:-<repo>/build}; sets `build`.
+prepare_example_build() {
+  "$TESSERA_ROOT/scripts/setup-deps.sh"
+  build="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
+  build_variant cpu "$build"
+}
