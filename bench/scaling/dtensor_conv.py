@@ -255,8 +255,9 @@ def time_items(a):
 
 
 def probe_header(torch, world):
-    return [f"# torch {torch.__version__}, {world} ranks, gloo; error = max|sharded - unsharded| / max|unsharded|, "
+    return [f"torch {torch.__version__}, {world} ranks, gloo; error = max|sharded - unsharded| / max|unsharded|, "
             f"ok < {TOLERANCE:g}; local blocks: each rank's tensor against the reference block its input block implies",
+            "",
             "| grid | mesh, input placements | image | conv | result | errors (y, dx, dw, db) | output placements | communication |",
             "|---|---|---|---|---|---|---|---|"]
 
@@ -272,13 +273,15 @@ def probe_one(torch, dist, mesh, item):
     _, image, _, kwargs = item
     torch.manual_seed(3)
     problem = Problem(torch, torch.nn.Conv2d(image[1], 8, **kwargs), image)
+    stage = "forward/backward"
     try:
         sharded = Sharded(torch, problem, mesh, layout(torch, parse_grid(item[0]))[1])
         y, comm = run_once(torch, dist, sharded)
+        stage = "reading the result"
         result, errors = sharded.check(y)
         return probe_row(item, result, errors, text_of(y.placements), comm)
     except Exception as e:  # noqa: BLE001 (every failure is a finding)
-        return probe_row(item, "error: " + first_line(e))
+        return probe_row(item, f"error ({stage}): " + first_line(e))
 
 
 def time_header(torch, world, a):
@@ -304,12 +307,15 @@ def conv_of(torch, spec, shape):
 
 def time_one(torch, dist, mesh, item, a):
     _, shape, spec = item
+    stage = "forward/backward"
     try:
         torch.manual_seed(3)
         problem = Problem(torch, conv_of(torch, spec, shape), shape)
         sharded = Sharded(torch, problem, mesh, layout(torch, parse_grid(a.grid))[1])
         y, comm = run_once(torch, dist, sharded)
+        stage = "reading the result"
         verdict, errors = sharded.check(y)
+        stage = "timing"
         if verdict != "ok":
             return time_row(item, "error", f"not timed: {verdict}; comm: {comm}")
         series = [[], [], [], []]  # forward, backward, total, cpu (ms)
@@ -333,7 +339,7 @@ def time_one(torch, dist, mesh, item, a):
     except Skip as e:
         return time_row(item, "skip", str(e))
     except Exception as e:  # noqa: BLE001 (a DTensor failure is a row of the table)
-        return time_row(item, "error", first_line(e))
+        return time_row(item, "error", f"({stage}) {first_line(e)}")
 
 
 # ---- processes ---------------------------------------------------------------------------
