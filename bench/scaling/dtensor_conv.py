@@ -68,7 +68,7 @@ def parse_grid(text):
     return tuple(int(p) for p in parts)
 
 
-def layout(torch, grid):
+def layout(grid):
     """(mesh shape, placements) for a Tessera grid; (1,), [Replicate] for 1x1x1."""
     from torch.distributed.tensor import Replicate, Shard
 
@@ -264,7 +264,7 @@ def probe_header(torch, world):
 
 def probe_row(item, result, errors="-", out_placements="-", comm="-"):
     grid, image, label, _ = item
-    mesh_shape, placements = layout(None, parse_grid(grid))
+    mesh_shape, placements = layout(parse_grid(grid))
     return (f"| {grid} | {mesh_shape}, {text_of(placements)} | {shape_text(image)} | {label} | {result.replace('|', '/')} "
             f"| {errors} | {out_placements} | {comm} |")
 
@@ -275,7 +275,7 @@ def probe_one(torch, dist, mesh, item):
     problem = Problem(torch, torch.nn.Conv2d(image[1], 8, **kwargs), image)
     stage = "forward/backward"
     try:
-        sharded = Sharded(torch, problem, mesh, layout(torch, parse_grid(item[0]))[1])
+        sharded = Sharded(torch, problem, mesh, layout(parse_grid(item[0]))[1])
         y, comm = run_once(torch, dist, sharded)
         stage = "reading the result"
         result, errors = sharded.check(y)
@@ -285,7 +285,7 @@ def probe_one(torch, dist, mesh, item):
 
 
 def time_header(torch, world, a):
-    mesh_shape, placements = layout(torch, parse_grid(a.grid))
+    mesh_shape, placements = layout(parse_grid(a.grid))
     return [f"# torch {torch.__version__} DTensor, gloo, {world} ranks x {a.threads} thread(s), "
             f"grid {a.grid} = mesh {mesh_shape} {text_of(placements)}",
             f"# {a.warmup} warm-up + {a.repeats} timed repeats, slowest rank, median",
@@ -311,7 +311,7 @@ def time_one(torch, dist, mesh, item, a):
     try:
         torch.manual_seed(3)
         problem = Problem(torch, conv_of(torch, spec, shape), shape)
-        sharded = Sharded(torch, problem, mesh, layout(torch, parse_grid(a.grid))[1])
+        sharded = Sharded(torch, problem, mesh, layout(parse_grid(a.grid))[1])
         y, comm = run_once(torch, dist, sharded)
         stage = "reading the result"
         verdict, errors = sharded.check(y)
@@ -365,7 +365,7 @@ def worker(rank, world, a, items, first, work):
         for i in range(first, len(items)):
             grid = items[i][0] if a.mode == "probe" else a.grid
             if grid not in meshes:
-                meshes[grid] = init_device_mesh("cpu", layout(torch, parse_grid(grid))[0])
+                meshes[grid] = init_device_mesh("cpu", layout(parse_grid(grid))[0])
             if rank == 0:
                 with open(os.path.join(work, "started"), "w") as f:
                     f.write(str(i))
