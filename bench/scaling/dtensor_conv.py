@@ -68,7 +68,7 @@ def parse_grid(text):
     return tuple(int(p) for p in parts)
 
 
-def layout(torch, grid):
+def layout(grid):
     """(mesh shape, placements) for a Tessera grid; (1,), [Replicate] for 1x1x1."""
     from torch.distributed.tensor import Replicate, Shard
 
@@ -255,15 +255,16 @@ def time_items(a):
 
 
 def probe_header(torch, world):
-    return [f"# torch {torch.__version__}, {world} ranks, gloo; error = max|sharded - unsharded| / max|unsharded|, "
+    return [f"torch {torch.__version__}, {world} ranks, gloo; error = max|sharded - unsharded| / max|unsharded|, "
             f"ok < {TOLERANCE:g}; local blocks: each rank's tensor against the reference block its input block implies",
+            "",
             "| grid | mesh, input placements | image | conv | result | errors (y, dx, dw, db) | output placements | communication |",
             "|---|---|---|---|---|---|---|---|"]
 
 
 def probe_row(item, result, errors="-", out_placements="-", comm="-"):
     grid, image, label, _ = item
-    mesh_shape, placements = layout(None, parse_grid(grid))
+    mesh_shape, placements = layout(parse_grid(grid))
     return (f"| {grid} | {mesh_shape}, {text_of(placements)} | {shape_text(image)} | {label} | {result.replace('|', '/')} "
             f"| {errors} | {out_placements} | {comm} |")
 
@@ -272,17 +273,19 @@ def probe_one(torch, dist, mesh, item):
     _, image, _, kwargs = item
     torch.manual_seed(3)
     problem = Problem(torch, torch.nn.Conv2d(image[1], 8, **kwargs), image)
+    stage = "forward/backward"
     try:
-        sharded = Sharded(torch, problem, mesh, layout(torch, parse_grid(item[0]))[1])
+        sharded = Sharded(torch, problem, mesh, layout(parse_grid(item[0]))[1])
         y, comm = run_once(torch, dist, sharded)
+        stage = "reading the result"
         result, errors = sharded.check(y)
         return probe_row(item, result, errors, text_of(y.placements), comm)
     except Exception as e:  # noqa: BLE001 (every failure is a finding)
-        return probe_row(item, "error: " + first_line(e))
+        return probe_row(item, f"error ({stage}): " + first_line(e))
 
 
 def time_header(torch, world, a):
-    mesh_shape, placements = layout(torch, parse_grid(a.grid))
+    mesh_shape, placements = layout(parse_grid(a.grid))
     return [f"# torch {torch.__version__} DTensor, gloo, {world} ranks x {a.threads} thread(s), "
             f"grid {a.grid} = mesh {mesh_shape} {text_of(placements)}",
             f"# {a.warmup} warm-up + {a.repeats} timed repeats, slowest rank, median",
@@ -304,12 +307,15 @@ def conv_of(torch, spec, shape):
 
 def time_one(torch, dist, mesh, item, a):
     _, shape, spec = item
+    stage = "forward/backward"
     try:
         torch.manual_seed(3)
         problem = Problem(torch, conv_of(torch, spec, shape), shape)
-        sharded = Sharded(torch, problem, mesh, layout(torch, parse_grid(a.grid))[1])
+        sharded = Sharded(torch, problem, mesh, layout(parse_grid(a.grid))[1])
         y, comm = run_once(torch, dist, sharded)
+        stage = "reading the result"
         verdict, errors = sharded.check(y)
+        stage = "timing"
         if verdict != "ok":
             return time_row(item, "error", f"not timed: {verdict}; comm: {comm}")
         series = [[], [], [], []]  # forward, backward, total, cpu (ms)
@@ -333,7 +339,7 @@ def time_one(torch, dist, mesh, item, a):
     except Skip as e:
         return time_row(item, "skip", str(e))
     except Exception as e:  # noqa: BLE001 (a DTensor failure is a row of the table)
-        return time_row(item, "error", first_line(e))
+        return time_row(item, "error", f"({stage}) {first_line(e)}")
 
 
 # ---- processes ---------------------------------------------------------------------------
@@ -359,7 +365,7 @@ def worker(rank, world, a, items, first, work):
         for i in range(first, len(items)):
             grid = items[i][0] if a.mode == "probe" else a.grid
             if grid not in meshes:
-                meshes[grid] = init_device_mesh("cpu", layout(torch, parse_grid(grid))[0])
+                meshes[grid] = init_device_mesh("cpu", layout(parse_grid(grid))[0])
             if rank == 0:
                 with open(os.path.join(work, "started"), "w") as f:
                     f.write(str(i))

@@ -6,7 +6,7 @@ Markdown table of one training step on one rank, Tessera beside PyTorch.
 
 Columns: milliseconds per step (median over repeats; the fastest in brackets), the process
 CPU time per step, and tessera/torch for both (> 1: Tessera slower). A side that failed or
-was skipped shows "-".
+was skipped shows "-". Exits non-zero if the two sides' cases or parameter counts differ.
 """
 
 import argparse
@@ -43,6 +43,8 @@ def main():
         ok_o, ok_t = "step_s" in o, "step_s" in t
         if ok_t and (t["model"], t["shape"]) != (o.get("model"), o.get("shape")):
             sys.exit(f"row {i + 1}: the two sides ran different cases ({o.get('shape')} vs {t['shape']})")
+        if ok_o and ok_t and o["parameters"] != t["parameters"]:
+            sys.exit(f"row {i + 1}: the nets differ: {o['parameters']} parameters in Tessera, {t['parameters']} in PyTorch")
         ms = lambda r, k: f"{1e3 * r[k]:.0f}"
         step = lambda r, ok: f"{ms(r, 'step_s')} [{ms(r, 'step_s_min')}]" if ok else "-"
         ratio = lambda k: f"{o[k] / t[k]:.2f}" if ok_o and ok_t and t[k] > 0 else "-"

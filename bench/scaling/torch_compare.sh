@@ -124,7 +124,7 @@ if [[ " $parts " == *" dtensor "* ]]; then
     if have_torch; then
       OMP_NUM_THREADS=1 "$python" "$here/dtensor_conv.py" time --ranks 2 --threads 1 --grid "$grid" --cases "$dtensor_cases" \
         --warmup "$warmup" --repeats "$dtensor_repeats" >"$work/grid-torch.tsv"
-      { echo; echo "### 2 ranks, grid $grid ($(sed -n 's/^# torch [^ ]* DTensor, gloo, 2 ranks x 1 thread(s), //p' "$work/grid-torch.tsv"))"; echo
+      { echo; echo "### 2 ranks, grid $grid ($(sed -n 's/^# torch .*, grid [^ ]* = //p' "$work/grid-torch.tsv"))"; echo
         python3 "$here/../layers/join_results.py" --markdown "$work/grid-tessera.tsv" "$work/grid-torch.tsv"
         echo; echo "DTensor, case by case (errors relative to the unsharded convolution; communication in one forward + backward):"; echo
         awk -F'\t' '!/^#/ && $1 != "case" { print "- case " $1 ": " $4 ": " $9 }' "$work/grid-torch.tsv"; } >>"$dtensor_md"
