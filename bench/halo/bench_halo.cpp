@@ -47,14 +47,7 @@ const char* const kUsage =
 
 Options parse(int argc, char** argv, int ranks) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      o.help = true;
-      return o;
-    }
-    if (i + 1 >= argc) throw std::invalid_argument("option " + flag + " needs a value");
-    const std::string value = argv[++i];
+  o.help = !bench::read_options(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--shape") {
       const auto parts = split(value, 'x');
       if (parts.size() != 4) throw std::invalid_argument("--shape '" + value + "' is not NxCxHxW");
@@ -71,7 +64,8 @@ Options parse(int argc, char** argv, int ranks) {
     } else {
       throw std::invalid_argument("unknown option " + flag);
     }
-  }
+  });
+  if (o.help) return o;
   if (o.grids.empty())
     for (int ph = 1; ph <= ranks; ++ph)
       if (ranks % ph == 0) o.grids.push_back({1, ph, ranks / ph});

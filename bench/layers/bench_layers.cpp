@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench/support/bench_main.hpp"
+#include "bench/support/bench_args.hpp"
 #include "bench/layers/layer_cases.hpp"
 #include "bench/layers/step_timing.hpp"
 #include "distarray/gather_scatter.hpp"
@@ -56,19 +57,10 @@ const char* const kUsage =
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      o.help = true;
-      return o;
-    }
+  o.help = !bench::read_options(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--list") {
       o.list = true;
-      continue;
-    }
-    if (i + 1 >= argc) throw std::invalid_argument("option " + flag + " needs a value");
-    const std::string value = argv[++i];
-    if (flag == "--cases") {
+    } else if (flag == "--cases") {
       o.cases = value;
     } else if (flag == "--case") {
       for (std::size_t pos = 0, end = 0; end != std::string::npos; pos = end + 1) {
@@ -88,7 +80,7 @@ Options parse(int argc, char** argv) {
     } else {
       throw std::invalid_argument("unknown option " + flag);
     }
-  }
+  }, {"--list"});
   return o;
 }
 

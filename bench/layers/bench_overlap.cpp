@@ -66,14 +66,7 @@ const char* const kUsage =
 
 Options parse(int argc, char** argv, int ranks) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      o.help = true;
-      return o;
-    }
-    if (i + 1 >= argc) throw std::invalid_argument("option " + flag + " needs a value");
-    const std::string value = argv[++i];
+  o.help = !bench::read_options(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--shape") {
       o.shape = bench::parse_shape(value);
     } else if (flag == "--spec") {
@@ -87,7 +80,8 @@ Options parse(int argc, char** argv, int ranks) {
     } else {
       throw std::invalid_argument("unknown option " + flag);
     }
-  }
+  });
+  if (o.help) return o;
   if (o.specs.empty()) o.specs = {"conv(out=32,k=3,pad=1)", "conv(out=32,k=5,pad=2)"};
   if (o.grids.empty()) o.grids.push_back(default_grid(ranks));
   return o;

@@ -23,18 +23,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib/common.sh"
 
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
-  "") usage >&2; exit 2 ;;
-esac
-build="$(cd "$1" && pwd)" || die "no build directory '$1'"
-python="${2:-$(bench_venv_default)/bin/python}"
+bench_arguments "$@" -- layers/bench_layers layers/bench_overlap
 bench_layers="$build/bench/layers/bench_layers"
 bench_overlap="$build/bench/layers/bench_overlap"
-for exe in "$bench_layers" "$bench_overlap"; do
-  [[ -x $exe ]] || die "$exe is missing: cmake --build $build --target bench_layers bench_overlap"
-done
 "$python" -c 'import torch' 2>/dev/null || die "$python has no torch: run scripts/setup-bench.sh (it prints the python to pass)"
 
 cores="$(nproc)"

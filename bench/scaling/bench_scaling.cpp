@@ -85,14 +85,7 @@ std::string shape_text(const Shape4& s) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      o.help = true;
-      return o;
-    }
-    if (i + 1 >= argc) throw std::invalid_argument("option " + flag + " needs a value");
-    const std::string value = argv[++i];
+  o.help = !bench::read_options(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--model") o.model = value;
     else if (flag == "--shape") o.shape = parse_shape(value);
     else if (flag == "--grid") o.grid = value;
@@ -107,7 +100,8 @@ Options parse(int argc, char** argv) {
     else if (flag == "--measure-links") o.measure_links = value;
     else if (flag == "--label") o.label = value;
     else throw std::invalid_argument("unknown option " + flag);
-  }
+  });
+  if (o.help) return o;
   if (o.warmup < 0) throw std::invalid_argument("--warmup must not be negative");
   return o;
 }

@@ -30,18 +30,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib/common.sh"
 
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
-  "") usage >&2; exit 2 ;;
-esac
-build="$(cd "$1" && pwd)" || die "no build directory '$1'"
-python="${2:-$(bench_venv_default)/bin/python}"
+bench_arguments "$@" -- scaling/bench_scaling layers/bench_layers
 bench_scaling="$build/bench/scaling/bench_scaling"
 bench_layers="$build/bench/layers/bench_layers"
-for exe in "$bench_scaling" "$bench_layers"; do
-  [[ -x $exe ]] || die "$exe is missing: cmake --build $build --target bench_scaling bench_layers"
-done
 parts="${PARTS:-net dtensor}"
 threads="${THREADS:-1}"
 warmup="${WARMUP:-1}"

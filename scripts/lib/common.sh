@@ -68,3 +68,25 @@ prepare_example_build() {
   build="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
   build_variant cpu "$build"
 }
+
+# The arguments every bench/*/ script runner takes: <build dir> [python]. -h/--help prints
+# the calling script's header comment (exit 0), no argument prints it to stderr (exit 2).
+# Sets `build` (absolute) and `python` (default: the bench venv's); then checks that each
+# named bench binary of the build exists, e.g. bench_arguments "$@" -- layers/bench_layers.
+bench_arguments() {
+  local script="${BASH_SOURCE[1]}"
+  local header='NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }'
+  case "${1:-}" in
+    -h|--help) awk "$header" "$script"; exit 0 ;;
+    ""|--) awk "$header" "$script" >&2; exit 2 ;;
+  esac
+  build="$(cd "$1" && pwd)" || die "no build directory '$1'"
+  python="$(bench_venv_default)/bin/python"
+  if [[ $# -ge 2 && $2 != -- ]]; then python="$2"; fi
+  while [[ $# -gt 0 && $1 != -- ]]; do shift; done
+  [[ $# -gt 0 ]] && shift
+  local exe
+  for exe in "$@"; do
+    [[ -x "$build/bench/$exe" ]] || die "$build/bench/$exe is missing: cmake --build $build --target $(basename "$exe")"
+  done
+}
