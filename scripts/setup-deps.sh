@@ -22,12 +22,10 @@ for arg in "$@"; do
   esac
 done
 
-packages=(cmake make g++ pkg-config libmpich-dev mpich libboost-program-options-dev
-          libgtest-dev libdnnl-dev libhdf5-mpich-dev hdf5-tools ca-certificates
-          zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
-          python3-skimage  # its sample photographs: the natural-image examples
-          python3-matplotlib  # bench/scaling/run.sh plots
-          slurm-wlm slurm-wlm-basic-plugins munge)  # the `slurm` tests start a one-node Slurm
+# One list, read here and by the closure check in .ci/run (scripts/check-package-closure.py).
+package_list="$here/lib/debian-packages.txt"
+mapfile -t packages < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$package_list")
+((${#packages[@]} > 0)) || die "no packages listed in $package_list"
 
 install_packages() {
   local missing=()

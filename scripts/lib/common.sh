@@ -90,3 +90,8 @@ bench_arguments() {
     [[ -x "$build/bench/$exe" ]] || die "$build/bench/$exe is missing: cmake --build $build --target $(basename "$exe")"
   done
 }
+
+# ccache keys on paths relative to the checkout, so clones at other paths (CI's fresh
+# clone, a second worktree) share its entries.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$TESSERA_ROOT}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
