@@ -1,6 +1,7 @@
 #include "models/memory_plan.hpp"
 
 #include <algorithm>
+#include <new>
 #include <numeric>
 
 #include "distarray/node_memory.hpp"
@@ -63,6 +64,25 @@ void check_memory(const MemoryPlan& plan, const std::optional<MemoryBudget>& bud
             " (use more ranks, a smaller batch or model, or set --memory-limit)";
   const std::string agreed = agreed_error(comm, error);
   if (!agreed.empty()) throw MemoryExceeded(agreed);
+}
+
+std::optional<std::string> failed_allocation(const std::exception& e) {
+  const std::string what = e.what();
+  if (what.rfind("Kokkos failed to allocate memory", 0) == 0) {
+    // ...for label "conv.weight".  Allocation using MemorySpace named "Host" failed with the
+    // following error:  Allocation of size 53.64 G failed, likely due to insufficient memory. ...
+    auto between = [&](const std::string& open, const std::string& close) -> std::string {
+      const auto from = what.find(open);
+      if (from == std::string::npos) return "";
+      const auto to = what.find(close, from + open.size());
+      return to == std::string::npos ? "" : what.substr(from + open.size(), to - from - open.size());
+    };
+    const std::string label = between("label \"", "\""), space = between("MemorySpace named \"", "\""),
+                      size = between("Allocation of size ", " failed");
+    return "Kokkos could not allocate \"" + label + "\" (" + size + "B in " + space + " memory)";
+  }
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "an allocation failed (" + what.substr(0, what.find('\n')) + ")";
+  return std::nullopt;
 }
 
 std::string allocation_failure(const std::string& what_failed, const MemoryPlan& plan,

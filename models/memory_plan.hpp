@@ -56,6 +56,11 @@ std::optional<MemoryBudget> memory_budget(MPI_Comm comm, std::optional<std::int6
 // figure came from, and the largest tensors. Collective.
 void check_memory(const MemoryPlan& plan, const std::optional<MemoryBudget>& budget, MPI_Comm comm);
 
+// What failed, in a few words, when `e` reports a failed allocation: std::bad_alloc, or the
+// std::runtime_error Kokkos 3.x turns its RawMemoryAllocationFailure into (a multi-line
+// text naming the View's label and the size). nullopt for any other error.
+std::optional<std::string> failed_allocation(const std::exception& e);
+
 // The one-line message for an allocation that failed anyway (a library workspace, or
 // memory taken by others since the check): what failed, and the plan's figures.
 std::string allocation_failure(const std::string& what_failed, const MemoryPlan& plan,

@@ -80,7 +80,10 @@ MemoryPlan Sequential<T>::memory_plan(std::string_view model, const Shape4& inpu
   MemoryPlan plan;
   for (const auto& [index, p] : planned.params()) {
     std::string extent;
-    for (const std::int64_t d : p->extent) extent += (extent.empty() ? "" : "x") + std::to_string(d);
+    for (const std::int64_t d : p->extent) {
+      if (!extent.empty()) extent += 'x';
+      extent += std::to_string(d);
+    }
     plan.add(planned.where(static_cast<std::size_t>(index)) + " " + p->name + " and its gradient", extent,
              2 * static_cast<std::int64_t>(p->local_elements() * sizeof(T)), MemoryUse::parameters);
   }
@@ -89,7 +92,8 @@ MemoryPlan Sequential<T>::memory_plan(std::string_view model, const Shape4& inpu
     const Box window = Distribution(planned.shapes_[i], g.dims()).owned_box(g.rank()).grow(planned.halos_[i].below,
                                                                                             planned.halos_[i].above);
     const std::string what = i == 0 ? "the input" : "the output of " + planned.where(i - 1);
-    plan.add(what + " and its gradient (with halo)", shape_text(window.shape()),
+    const bool halo = !(planned.halos_[i] == HaloWidths{});
+    plan.add(what + " and its gradient" + (halo ? " (with halo)" : ""), shape_text(window.shape()),
              2 * window.size() * static_cast<std::int64_t>(sizeof(T)), MemoryUse::activations);
   }
   return plan;

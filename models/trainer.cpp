@@ -494,9 +494,10 @@ TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& 
   try {
     Run run(options, comm, on_rank0_line, memory);
     return run.go();
-  } catch (const std::bad_alloc& e) {  // Kokkos's RawMemoryAllocationFailure is one
-    const std::string what = e.what();
-    throw OutOfMemory(allocation_failure(what.substr(0, what.find('\n')), memory.plan, memory.budget));
+  } catch (const std::exception& e) {
+    const std::optional<std::string> failed = failed_allocation(e);
+    if (!failed) throw;
+    throw OutOfMemory(allocation_failure(*failed, memory.plan, memory.budget));
   }
 }
 
