@@ -44,7 +44,8 @@ class BatchNorm2d final : public Layer<T> {
   // Throws std::invalid_argument for invalid options or channels < 1.
   BatchNorm2d(const BatchNormOptions& options, std::int64_t channels)
       : options_(options), channels_(channels), running_mean_(channels > 0 ? channels : 0, 0.0),
-        running_var_(running_mean_.size(), 1.0) {
+        running_var_(running_mean_.size(), 1.0), batch_mean_(running_mean_.size()), batch_var_(running_mean_.size()),
+        work_(channels > 0 ? channels : 0) {
     options_.validate();
     if (channels_ < 1)
       throw std::invalid_argument("batchnorm(" + options_.to_spec() + "): channels=" + std::to_string(channels_) +
@@ -90,18 +91,22 @@ class BatchNorm2d final : public Layer<T> {
   void forward(const Tensor<T>& x, const Tensor<T>& y) override {
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const auto xs = x.local(out);
-      std::vector<double> mean = running_mean_, var = running_var_;
-      if (training_) batch_statistics(x.grid(), xs, mean, var);
-      std::vector<double> inv_std(mean.size()), scale(mean.size());
-      const std::vector<double> gamma = host_values(weight_, 1.0), beta = host_values(bias_, 0.0);
-      for (std::size_t c = 0; c < mean.size(); ++c) {
-        inv_std[c] = 1.0 / std::sqrt(var[c] + options_.eps);
-        scale[c] = gamma[c] * inv_std[c];
+      if (training_) batch_statistics(x.grid(), xs);
+      const auto& h = work_.host;
+      copy_parameter(weight_, Row::gamma, T(1));
+      copy_parameter(bias_, Row::shift, T(0));
+      for (std::int64_t c = 0; c < channels_; ++c) {
+        const auto i = static_cast<std::size_t>(c);
+        const double mean = training_ ? batch_mean_[i] : running_mean_[i];
+        const double var = training_ ? batch_var_[i] : running_var_[i];
+        const double inv_std = 1.0 / std::sqrt(var + options_.eps);
+        h(Row::mean, c) = static_cast<T>(mean);
+        h(Row::inv_std, c) = static_cast<T>(inv_std);
+        h(Row::scale, c) = static_cast<T>(static_cast<double>(h(Row::gamma, c)) * inv_std);
       }
-      saved_.emplace(Saved{x, batch_norm::to_device<T>(mean, "batchnorm.mean"),
-                           batch_norm::to_device<T>(inv_std, "batchnorm.inv_std"), training_, count_, gamma});
-      batch_norm::normalize(xs, y.local(out), saved_->mean, batch_norm::to_device<T>(scale, "batchnorm.scale"),
-                            batch_norm::to_device<T>(beta, "batchnorm.shift"));
+      Kokkos::deep_copy(work_.device, h);
+      saved_.emplace(Saved{x, training_, count_});
+      batch_norm::normalize(xs, y.local(out), row(Row::mean), row(Row::scale), row(Row::shift));
     });
   }
 
@@ -118,22 +123,25 @@ class BatchNorm2d final : public Layer<T> {
         [&](const Box& window) {
           const auto xs = s.x.local(window), dys = dy.local(window);
           const Shape4 e = window.shape();
-          std::vector<double> sums = batch_norm::channel_sums(
-              batch_norm::GradientMoments<decltype(xs), T>{xs, dys, s.mean, s.inv_std}, e[N], e[C], e[H], e[W]);
-          add_to_grad(weight_, sums, channels_);  // sum dy * xhat
-          add_to_grad(bias_, sums, 0);            // sum dy
-          const std::size_t channels = static_cast<std::size_t>(channels_);
-          std::vector<double> k(channels), a(channels, 0.0), b(channels, 0.0);
+          batch_norm::channel_sums(
+              batch_norm::GradientMoments<decltype(xs), T>{xs, dys, row(Row::mean), row(Row::inv_std)}, e[N], e[H],
+              e[W], work_.sums);
+          if (weight_) batch_norm::add_sums_to(weight_->grad, work_.sums, 1);  // sum dy * xhat
+          if (bias_) batch_norm::add_sums_to(bias_->grad, work_.sums, 0);      // sum dy
+          const auto& h = work_.host;
+          const auto sums = work_.host_sums;
           if (s.batch_statistics) {
-            sum_over_stats_group(sums, dy.grid(), options_.stats);
-            for (std::size_t c = 0; c < channels; ++c) a[c] = sums[c] / s.count, b[c] = sums[channels + c] / s.count;
+            take_sums(2 * channels_, dy.grid());
+            for (std::int64_t c = 0; c < channels_; ++c)
+              h(Row::a, c) = static_cast<T>(sums(c) / s.count), h(Row::b, c) = static_cast<T>(sums(channels_ + c) / s.count);
+          } else {
+            for (std::int64_t c = 0; c < channels_; ++c) h(Row::a, c) = T(0), h(Row::b, c) = T(0);
           }
-          const std::vector<double> inv_std = host_copy(s.inv_std);
-          for (std::size_t c = 0; c < channels; ++c) k[c] = s.gamma[c] * inv_std[c];
-          batch_norm::input_gradient(xs, dys, dx.local(window), s.mean, s.inv_std,
-                                     batch_norm::to_device<T>(k, "batchnorm.k"),
-                                     batch_norm::to_device<T>(a, "batchnorm.a"),
-                                     batch_norm::to_device<T>(b, "batchnorm.b"));
+          for (std::int64_t c = 0; c < channels_; ++c)
+            h(Row::k, c) = static_cast<T>(static_cast<double>(h(Row::gamma, c)) * static_cast<double>(h(Row::inv_std, c)));
+          Kokkos::deep_copy(work_.device, h);
+          batch_norm::input_gradient(xs, dys, dx.local(window), row(Row::mean), row(Row::inv_std), row(Row::k),
+                                     row(Row::a), row(Row::b));
         },
         [] {});
   }
@@ -146,59 +154,81 @@ class BatchNorm2d final : public Layer<T> {
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
 
  private:
-  // What backward needs from forward.
+  // What backward needs from forward (the per-channel values stay in work_).
   struct Saved {
     Tensor<T> x;
-    Vector mean, inv_std;
     bool batch_statistics;
-    double count;                // cells per channel in the statistics group
-    std::vector<double> gamma;   // 1 without affine
+    double count;  // cells per channel in the statistics group
   };
 
-  // Mean and biased variance of the statistics group into mean/var; updates the running
-  // statistics (unbiased variance) and count_.
+  // The rows of the per-channel table: what forward computes, then backward's coefficients.
+  struct Row {
+    enum : int { mean, inv_std, scale, shift, gamma, k, a, b, count };
+  };
+
+  // Everything per channel a step uses, allocated once for the layer's life (the channel
+  // count is fixed): the device table the kernels read and its host copy, where the
+  // statistics are finished in double; the channel sums on the device and on the host,
+  // where they are reduced over the statistics group with the count in the same message.
+  struct Workspace {
+    explicit Workspace(std::int64_t channels)
+        : device(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::batch_norm::table"), Row::count, channels),
+          host(Kokkos::create_mirror_view(device)),
+          sums(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::batch_norm::sums"), 2, channels),
+          host_sums(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::batch_norm::host_sums"), 2 * channels + 1) {}
+    batch_norm::ChannelTable<T> device;
+    typename batch_norm::ChannelTable<T>::HostMirror host;
+    batch_norm::ChannelTable<double> sums;
+    Kokkos::View<double*, Kokkos::HostSpace> host_sums;
+  };
+
+  batch_norm::ChannelVector<T> row(int r) const { return Kokkos::subview(work_.device, r, Kokkos::ALL()); }
+
+  // The channel sums (2 x C) into host_sums[0, 2C), then summed over the statistics group
+  // together with host_sums[2C, length) (the count, in forward).
+  void take_sums(std::int64_t length, const ProcessGrid& grid) {
+    const Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+        host(work_.host_sums.data(), 2, static_cast<std::size_t>(channels_));
+    Kokkos::deep_copy(host, work_.sums);
+    sum_over_stats_group(Kokkos::subview(work_.host_sums, std::make_pair(std::int64_t(0), length)), grid, options_.stats);
+  }
+
+  // Mean and biased variance of the statistics group into batch_mean_/batch_var_; updates
+  // the running statistics (unbiased variance) and count_.
   template <class X>
-  void batch_statistics(const ProcessGrid& grid, const X& xs, std::vector<double>& mean, std::vector<double>& var) {
+  void batch_statistics(const ProcessGrid& grid, const X& xs) {
     const auto e = [&](int d) { return static_cast<std::int64_t>(xs.extent(d)); };
-    std::vector<double> sums = batch_norm::channel_sums(batch_norm::Moments<X>{xs}, e(0), e(1), e(2), e(3));
-    sums.push_back(static_cast<double>(e(0) * e(2) * e(3)));  // the count rides in the same message
-    sum_over_stats_group(sums, grid, options_.stats);
-    const std::size_t channels = mean.size();
-    count_ = sums.back();
+    batch_norm::channel_sums(batch_norm::Moments<X>{xs}, e(0), e(2), e(3), work_.sums);
+    work_.host_sums(2 * channels_) = static_cast<double>(e(0) * e(2) * e(3));  // the count rides in the same message
+    take_sums(2 * channels_ + 1, grid);
+    const auto sums = work_.host_sums;
+    const auto channels = static_cast<std::size_t>(channels_);
+    count_ = sums(2 * channels_);
     const double unbias = count_ > 1 ? count_ / (count_ - 1) : 1.0;
     for (std::size_t c = 0; c < channels; ++c) {
-      mean[c] = sums[c] / count_;
-      var[c] = std::max(0.0, sums[channels + c] / count_ - mean[c] * mean[c]);
-      running_mean_[c] = (1 - options_.momentum) * running_mean_[c] + options_.momentum * mean[c];
-      running_var_[c] = (1 - options_.momentum) * running_var_[c] + options_.momentum * var[c] * unbias;
+      const double mean = sums(c) / count_;
+      const double var = std::max(0.0, sums(channels + c) / count_ - mean * mean);
+      batch_mean_[c] = mean, batch_var_[c] = var;
+      running_mean_[c] = (1 - options_.momentum) * running_mean_[c] + options_.momentum * mean;
+      running_var_[c] = (1 - options_.momentum) * running_var_[c] + options_.momentum * var * unbias;
     }
   }
 
-  std::vector<double> host_values(const std::optional<Parameter<T>>& p, double fallback) const {
-    if (!p) return std::vector<double>(static_cast<std::size_t>(channels_), fallback);
-    return host_copy(p->value);
-  }
-
-  template <class View>
-  static std::vector<double> host_copy(const View& v) {
-    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-    return std::vector<double>(host.data(), host.data() + host.size());
-  }
-
-  // p->grad += sums[from .. from + C).
-  static void add_to_grad(const std::optional<Parameter<T>>& p, const std::vector<double>& sums, std::int64_t from) {
-    if (!p) return;
-    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), p->grad);
-    for (std::size_t c = 0; c < host.extent(0); ++c) host(c) += static_cast<T>(sums[static_cast<std::size_t>(from) + c]);
-    Kokkos::deep_copy(p->grad, host);
+  // Row r of the host table = p's values (`fallback` without affine parameters).
+  void copy_parameter(const std::optional<Parameter<T>>& p, int r, T fallback) {
+    const auto to = Kokkos::subview(work_.host, r, Kokkos::ALL());
+    if (p) Kokkos::deep_copy(to, p->value);
+    else Kokkos::deep_copy(to, fallback);
   }
 
   BatchNormOptions options_;
   std::int64_t channels_;
   std::optional<Parameter<T>> weight_, bias_;
   std::vector<double> running_mean_, running_var_;
+  std::vector<double> batch_mean_, batch_var_;  // the latest batch's, before rounding to T
   bool training_ = true;
   double count_ = 0;
+  Workspace work_;
   Windowed<T> windowed_;
   std::optional<Saved> saved_;
 };

@@ -6,35 +6,26 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
 namespace tessera::layers::batch_norm {
 
+// Per-channel values on the device. LayoutRight throughout, so that a row of a
+// (rows, C) table is one (contiguous) channel vector on every backend.
 template <class T>
-using ChannelVector = Kokkos::View<T*, Kokkos::DefaultExecutionSpace::memory_space>;
-
+using ChannelVector = Kokkos::View<T*, Kokkos::LayoutRight, Kokkos::DefaultExecutionSpace::memory_space>;
 template <class T>
-ChannelVector<T> to_device(const std::vector<double>& values, const char* label) {
-  ChannelVector<T> v(std::string(label), values.size());
-  auto host = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < values.size(); ++i) host(i) = static_cast<T>(values[i]);
-  Kokkos::deep_copy(v, host);
-  return v;
-}
+using ChannelTable = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::DefaultExecutionSpace::memory_space>;
 
-// Per channel c, two sums over every owned (n, h, w): cells.first(n, c, h, w) and
-// cells.second(n, c, h, w), in double. Returns {first_0..first_{C-1}, second_0..}: the layout
-// the group reduction sends in one message. One team per channel.
+// Per channel c, two sums over every owned (n, h, w): cells.first(n, c, h, w) into
+// sums(0, c) and cells.second(n, c, h, w) into sums(1, c), in double — read row-major, the
+// layout the group reduction sends in one message. One team per channel.
 template <class Cells>
-std::vector<double> channel_sums(const Cells& cells, std::int64_t samples, std::int64_t channels,
-                                 std::int64_t height, std::int64_t width) {
+void channel_sums(const Cells& cells, std::int64_t samples, std::int64_t height, std::int64_t width,
+                  const ChannelTable<double>& sums) {
   using Team = Kokkos::TeamPolicy<>::member_type;
-  Kokkos::View<double**, Kokkos::DefaultExecutionSpace::memory_space> sums("tessera::batch_norm::sums", 2,
-                                                                            channels);
   const std::int64_t per_channel = samples * height * width;
   Kokkos::parallel_for(
-      "tessera::batch_norm::channel_sums", Kokkos::TeamPolicy<>(static_cast<int>(channels), Kokkos::AUTO),
+      "tessera::batch_norm::channel_sums", Kokkos::TeamPolicy<>(static_cast<int>(sums.extent(1)), Kokkos::AUTO),
       KOKKOS_LAMBDA(const Team& team) {
         const std::int64_t c = team.league_rank();
         double first = 0, second = 0;
@@ -55,9 +46,15 @@ std::vector<double> channel_sums(const Cells& cells, std::int64_t samples, std::
           sums(1, c) = second;
         });
       });
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums);
-  std::vector<double> out(host.data(), host.data() + host.size());
-  return out;
+}
+
+// grad(c) += sums(row, c) in grad's type: a tile's dgamma or dbeta, added where the gradient lives.
+template <class Grad>
+void add_sums_to(const Grad& grad, const ChannelTable<double>& sums, int row) {
+  using T = typename Grad::non_const_value_type;
+  Kokkos::parallel_for(
+      "tessera::batch_norm::add_to_grad", Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, grad.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t c) { grad(c) += static_cast<T>(sums(row, c)); });
 }
 
 // Forward statistics: sum x and sum x^2.

@@ -16,7 +16,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <vector>
+
+#include <Kokkos_Core.hpp>
 
 #include "distarray/process_grid.hpp"
 #include "layers/group_sum.hpp"
@@ -43,11 +44,13 @@ inline const char* stats_group_name(StatsGroup group) {
 }
 
 // Sums `sums` element-wise over the ranks of `group` in place (host memory, one call per
-// rank of the group, all with the same length): group_sum on the host array. Collective
-// over that group.
-inline void sum_over_stats_group(std::vector<double>& sums, const ProcessGrid& grid, StatsGroup group) {
-  group_sum(Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(sums.data(), sums.size()),
-            grid, group, "batchnorm");
+// rank of the group, all with the same length): group_sum on the host array, which needs
+// no staging. Collective over that group.
+template <class HostSums>
+void sum_over_stats_group(const HostSums& sums, const ProcessGrid& grid, StatsGroup group) {
+  static_assert(Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename HostSums::memory_space>::accessible,
+                "sum_over_stats_group: host sums");
+  group_sum(sums, grid, group, "batchnorm");
 }
 
 }  // namespace tessera::layers

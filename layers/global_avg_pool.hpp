@@ -22,6 +22,7 @@
 #include "layers/group_sum.hpp"
 #include "layers/head_grid.hpp"
 #include "layers/layer.hpp"
+#include "layers/scratch.hpp"
 #include "layers/spec_options.hpp"
 
 namespace tessera::layers {
@@ -95,15 +96,14 @@ class GlobalAvgPool final : public Layer<T> {
     check_head(x, y, "y");
     const Box owned = x.owned_box();
     const Shape4& image = x.distribution().global_shape();
-    Kokkos::View<T**, Kokkos::LayoutRight, memory_space> sums(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::gap_sums"), owned.extent(N), owned.extent(C));
+    const Sums& sums = sized(sums_, "tessera::gap_sums", owned.extent(N), owned.extent(C));  // TileSum writes all
     const auto xs = x.owned();
     const auto ys = y.owned();
     const gap_kernels::Plane plane({0, 0}, {owned.extent(N), owned.extent(C)});
-    Kokkos::parallel_for("tessera::gap_tile_sum", plane, gap_kernels::TileSum<decltype(xs), decltype(sums)>{xs, sums});
-    group_sum(sums, x.grid(), SumGroup::spatial, "gap");
+    Kokkos::parallel_for("tessera::gap_tile_sum", plane, gap_kernels::TileSum<decltype(xs), Sums>{xs, sums});
+    sums_staging_.sum(sums, x.grid(), SumGroup::spatial, "gap");
     Kokkos::parallel_for("tessera::gap_mean", plane,
-                         gap_kernels::Mean<decltype(sums), decltype(ys)>{sums, ys, 1.0 / double(image[H] * image[W])});
+                         gap_kernels::Mean<Sums, decltype(ys)>{sums, ys, 1.0 / double(image[H] * image[W])});
     input_distribution_.emplace(x.distribution());
   }
 
@@ -131,7 +131,10 @@ class GlobalAvgPool final : public Layer<T> {
     require_head_output(tiled, head, output_shape(tiled.distribution().global_shape()), "gap", name);
   }
 
+  using Sums = Kokkos::View<T**, Kokkos::LayoutRight, memory_space>;
   std::optional<Distribution> input_distribution_;
+  Sums sums_;  // per-sample, per-channel tile sums; kept between steps (scratch.hpp)
+  GroupSum<T> sums_staging_;
 };
 
 }  // namespace tessera::layers

@@ -19,15 +19,13 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
-#include <limits>
-#include <memory>
-#include <stdexcept>
-#include <utility>
 #include <vector>
 
 #include "distarray/mpi_datatype.hpp"
 #include "distarray/process_grid.hpp"
+#include "layers/fused_bucket.hpp"
 #include "layers/parameter.hpp"
 
 namespace tessera::layers {
@@ -39,8 +37,6 @@ class GradientBuckets {
 
   explicit GradientBuckets(const ProcessGrid& grid, std::size_t bucket_bytes = kDefaultBucketBytes)
       : grid_(&grid), bucket_elements_(std::max<std::size_t>(1, bucket_bytes / sizeof(T))) {
-    const bool spatially_split = grid.dims()[1] * grid.dims()[2] > 1;
-    spatially_split_ = spatially_split;
     whole_.reduce = grid.size() > 1;
     whole_.comm = grid.comm();
     samples_.reduce = grid.dims()[0] > 1;
@@ -51,14 +47,13 @@ class GradientBuckets {
   ~GradientBuckets() {
     // An exception between ready() and finish() must not leave requests behind.
     for (Stream* s : {&whole_, &samples_})
-      for (Bucket& b : s->in_flight)
-        if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+      for (std::size_t i = 0; i < s->launched; ++i)
+        if (s->buckets[i].request != MPI_REQUEST_NULL) MPI_Wait(&s->buckets[i].request, MPI_STATUS_IGNORE);
   }
 
   // p's gradient is final on this rank: reduce it with its group.
   void ready(Parameter<T>* p) {
-    const bool over_all = p->sharing == Sharing::replicated && !(p->head_replica && spatially_split_);
-    Stream& s = over_all ? whole_ : samples_;
+    Stream& s = reduces_over_grid(*p, *grid_) ? whole_ : samples_;
     if (!s.reduce) return;
     s.pending.push_back(p);
     s.pending_elements += p->grad.extent(0);
@@ -67,68 +62,51 @@ class GradientBuckets {
 
   // Sends what is left, waits for every bucket and writes the sums back into the gradients.
   // Returns the seconds spent waiting here: the reduction time backward did not hide.
+  // Afterwards the object is ready for the next step's ready() calls.
   double finish() {
     for (Stream* s : {&whole_, &samples_})
       if (!s->pending.empty()) launch(*s);
     const double start = MPI_Wtime();
     for (Stream* s : {&whole_, &samples_}) {
-      for (Bucket& b : s->in_flight) {
+      for (std::size_t i = 0; i < s->launched; ++i) {
+        Bucket& b = s->buckets[i];
         MPI_Wait(&b.request, MPI_STATUS_IGNORE);
-        unpack(b);
+        b.fused.unpack();
       }
-      s->in_flight.clear();
+      s->launched = 0;
     }
     return MPI_Wtime() - start;
   }
 
  private:
-  using Space = typename Parameter<T>::View::memory_space;
   struct Bucket {
-    std::vector<Parameter<T>*> params;
-    Kokkos::View<T*, Space> device;
-    typename Kokkos::View<T*, Space>::HostMirror host;
+    FusedBucket<T> fused;
     MPI_Request request = MPI_REQUEST_NULL;
   };
+  // Buckets are kept from step to step: the k-th bucket a step launches holds the same
+  // parameters every step (every step calls ready() in the model's backward order), so its
+  // buffers are allocated once (fused_bucket.hpp).
   struct Stream {
     bool reduce = false;
     MPI_Comm comm = MPI_COMM_NULL;
     std::vector<Parameter<T>*> pending;
     std::size_t pending_elements = 0;
-    std::vector<Bucket> in_flight;
+    std::vector<Bucket> buckets;
+    std::size_t launched = 0;  // buckets[0, launched) are in flight
   };
 
   void launch(Stream& s) {
-    if (s.pending_elements > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-      throw std::length_error("GradientBuckets: more gradient elements than one MPI count holds");
-    Bucket b;
-    b.params = std::move(s.pending);
-    b.device = Kokkos::View<T*, Space>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::grad_bucket"),
-                                       s.pending_elements);
-    std::size_t at = 0;
-    for (const Parameter<T>* p : b.params) {
-      Kokkos::deep_copy(Kokkos::subview(b.device, std::make_pair(at, at + p->grad.extent(0))), p->grad);
-      at += p->grad.extent(0);
-    }
-    b.host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b.device);
-    MPI_Iallreduce(MPI_IN_PLACE, b.host.data(), static_cast<int>(s.pending_elements), mpi_datatype<T>(), MPI_SUM,
-                   s.comm, &b.request);
-    s.in_flight.push_back(std::move(b));
+    if (s.launched == s.buckets.size()) s.buckets.emplace_back();
+    Bucket& b = s.buckets[s.launched];
+    const auto [data, count] = b.fused.pack(s.pending);
+    MPI_Iallreduce(MPI_IN_PLACE, data, count, mpi_datatype<T>(), MPI_SUM, s.comm, &b.request);
+    ++s.launched;
     s.pending.clear();
     s.pending_elements = 0;
   }
 
-  static void unpack(Bucket& b) {
-    Kokkos::deep_copy(b.device, b.host);
-    std::size_t at = 0;
-    for (const Parameter<T>* p : b.params) {
-      Kokkos::deep_copy(p->grad, Kokkos::subview(b.device, std::make_pair(at, at + p->grad.extent(0))));
-      at += p->grad.extent(0);
-    }
-  }
-
   const ProcessGrid* grid_;
   std::size_t bucket_elements_;
-  bool spatially_split_ = false;
   Stream whole_, samples_;
 };
 

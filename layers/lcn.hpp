@@ -36,6 +36,7 @@
 #include "layers/layer.hpp"
 #include "layers/lcn_kernels.hpp"
 #include "layers/lcn_options.hpp"
+#include "layers/scratch.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
@@ -97,7 +98,7 @@ class LocalContrastNorm final : public Layer<T> {
       lcn::local_sigma(xs, mean, sigma, st, part, samples);
     });
     lcn::region_sums(sigma, mu_, own, 1.0);
-    group_sum(mu_, x.grid(), SumGroup::spatial, "lcn");
+    sums_staging_.sum(mu_, x.grid(), SumGroup::spatial, "lcn");
     lcn::scale(mu_, 1.0 / static_cast<double>(image[H] * image[W]));
     lcn::normalize(xs, mean, sigma, mu_, lcn::at(y.owned(), own.h0, own.w0), own, samples, image[C], kLcnFloor);
     saved_x_.emplace(x);
@@ -124,14 +125,14 @@ class LocalContrastNorm final : public Layer<T> {
           if (static_cast<std::int64_t>(dv_.extent(0)) != samples || std::int64_t(dv_.extent(1)) != image[C] ||
               std::int64_t(dv_.extent(2)) != ring.rows() || std::int64_t(dv_.extent(3)) != ring.cols())
             dv_ = lcn::Volume("tessera::lcn::dv", samples, image[C], ring.rows(), ring.cols());
-          lcn::Samples dmu("tessera::lcn::dmu", samples);
+          const lcn::Samples& dmu = sized(dmu_, "tessera::lcn::dmu", samples);  // divisor_gradient writes all
           const auto xs = input_at(x);
           const auto mean = lcn::at(mean_, ring.h0, ring.w0), sigma = lcn::at(sigma_, own.h0, own.w0);
           const auto dys = lcn::at(dy.owned(), own.h0, own.w0);
           const auto grad = lcn::at(grad_, own.h0, own.w0), ring_grad = lcn::at(ring_grad_, ring.h0, ring.w0);
           const auto dv = lcn::at(dv_, ring.h0, ring.w0);
           lcn::divisor_gradient(xs, mean, sigma, mu_, dys, grad, dmu, own, image[C], kLcnFloor);
-          group_sum(dmu, dx.grid(), SumGroup::spatial, "lcn");
+          sums_staging_.sum(dmu, dx.grid(), SumGroup::spatial, "lcn");
           lcn::sigma_gradient(sigma, grad, dmu, st, own, samples, 1.0 / static_cast<double>(image[H] * image[W]));
           lcn::centred_gradient(xs, mean, sigma, mu_, dys, grad, dv, st, ring, own, samples, kLcnFloor);
           lcn::mean_gradient(dv, ring_grad, st, ring, samples);
@@ -173,7 +174,8 @@ class LocalContrastNorm final : public Layer<T> {
   // Forward's results kept for backward: the local mean over the ring (owned box grown by
   // r, inside the image), sigma over the owned box, the image-wide mean of sigma per sample.
   lcn::Plane mean_, sigma_;
-  lcn::Samples mu_;
+  lcn::Samples mu_, dmu_;
+  GroupSum<lcn::Acc> sums_staging_;  // host staging of mu and dmu, kept between steps
   lcn::Plane grad_, ring_grad_;  // backward's workspaces
   lcn::Volume dv_;
   std::optional<Tensor<T>> saved_x_;

@@ -46,6 +46,7 @@
 #include "layers/linear_kernels.hpp"
 #include "layers/linear_options.hpp"
 #include "layers/parameter.hpp"
+#include "layers/scratch.hpp"
 #include "layers/uniform_init.hpp"
 
 namespace tessera::layers {
@@ -97,14 +98,15 @@ class Linear final : public Layer<float> {
     const Box own = x.owned_box();
     const Shape4 s = own.shape();
     tile_ = linear::TileColumns{in_[0], in_[1], in_[2], own.lo[H], own.lo[W], s[H], s[W]};
-    saved_x_ = Matrix("linear.x_tile", s[N], tile_.count());
+    // Every block below is overwritten whole (copies, gathers, GEMMs with beta 0).
+    sized(saved_x_, "linear.x_tile", s[N], tile_.count());
     Kokkos::deep_copy(Dense4(saved_x_.data(), s[N], s[C], s[H], s[W]), x.owned());
-    weight_block_ = Matrix("linear.weight_block", options_.out, tile_.count());
+    sized(weight_block_, "linear.weight_block", options_.out, tile_.count());
     linear::gather_columns(weight_.value, tile_, weight_block_);
-    Matrix sums("linear.partial_sums", s[N], options_.out);
+    const Matrix& sums = sized(sums_, "linear.partial_sums", s[N], options_.out);
     backend_->gemm(Transpose::no, Transpose::yes, s[N], options_.out, tile_.count(), 1.0f, saved_x_.data(),
                    tile_.count(), weight_block_.data(), tile_.count(), 0.0f, sums.data(), options_.out);
-    group_sum(sums, x.grid(), SumGroup::spatial, "linear");
+    sums_staging_.sum(sums, x.grid(), SumGroup::spatial, "linear");
     linear::write_output(sums, bias_ ? bias_->value : linear::Vector(), y.owned());
     input_distribution_.emplace(x.distribution());
     // On a head-grid input (after gap or linear) each replica holds every feature and
@@ -124,14 +126,15 @@ class Linear final : public Layer<float> {
                                   " but forward's x was " + input_distribution_->describe());
     check_output(dx, dy, "dy");
     const std::int64_t samples = static_cast<std::int64_t>(saved_x_.extent(0)), out = options_.out;
-    Matrix dy_block("linear.dy", samples, out), dx_block("linear.dx_tile", samples, tile_.count());
+    const Matrix& dy_block = sized(dy_block_, "linear.dy", samples, out);
+    const Matrix& dx_block = sized(dx_block_, "linear.dx_tile", samples, tile_.count());
     Kokkos::deep_copy(Dense4(dy_block.data(), samples, out, 1, 1), dy.owned());
     backend_->gemm(Transpose::no, Transpose::no, samples, tile_.count(), out, 1.0f, dy_block.data(), out,
                    weight_block_.data(), tile_.count(), 0.0f, dx_block.data(), tile_.count());
     dx.fill_window(0.0f);
     const Shape4 s = dx.owned_box().shape();
     Kokkos::deep_copy(dx.owned(), Dense4(dx_block.data(), s[N], s[C], s[H], s[W]));
-    Matrix dweight_block("linear.dweight_block", out, tile_.count());
+    const Matrix& dweight_block = sized(dweight_block_, "linear.dweight_block", out, tile_.count());
     backend_->gemm(Transpose::yes, Transpose::no, out, tile_.count(), samples, 1.0f, dy_block.data(), out,
                    saved_x_.data(), tile_.count(), 0.0f, dweight_block.data(), tile_.count());
     linear::add_columns(dweight_block, tile_, weight_.grad);
@@ -158,6 +161,8 @@ class Linear final : public Layer<float> {
   std::unique_ptr<LinearBackend> backend_;
   linear::TileColumns tile_{};
   Matrix saved_x_, weight_block_;
+  Matrix sums_, dy_block_, dx_block_, dweight_block_;  // scratch kept between steps (scratch.hpp)
+  GroupSum<float> sums_staging_;
   std::optional<Distribution> input_distribution_;
   bool adds_bias_gradient_ = false;
 };

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "distarray/dist_array.hpp"
 #include "halo/halo.hpp"
@@ -154,16 +155,17 @@ Box interior_outputs(const Layer<T>& layer, const Box& output, const Box& availa
 }
 
 // The exchange one layer keeps for one array: rebuilt only when the array changes.
+// `rule()` makes the window rule, called only then.
 template <class T>
 class ExchangeSlot {
  public:
-  halo::Exchange<T>& get(const Tensor<T>& array, const halo::WindowRule& rule, halo::Mode mode,
-                         const std::string& transport) {
+  template <class MakeRule>
+  halo::Exchange<T>& get(const Tensor<T>& array, const MakeRule& rule, halo::Mode mode, const std::string& transport) {
     const bool same = exchange_ && data_ == array.window().data() && window_ == array.window_box() &&
                       distribution_ == array.distribution();
     if (!same) {
       exchange_.reset();
-      exchange_.emplace(halo::make_exchange(array, rule, mode, halo::BoundaryFill::zero(), transport));
+      exchange_.emplace(halo::make_exchange(array, rule(), mode, halo::BoundaryFill::zero(), transport));
       data_ = array.window().data();
       window_ = array.window_box();
       distribution_ = array.distribution();
@@ -192,43 +194,30 @@ class Windowed {
     config_ = std::move(config);
     resolved_transport_.clear();
     fill_ = {}, accumulate_ = {};
+    forward_plan_.reset(), backward_plan_.reset();
   }
 
   // Computes y's owned cells: `compute(b)` must write y over output box b from x over
   // layer.input_window(b). Makes x's window present first (or around the interior).
   void forward(const Layer<T>& layer, const Tensor<T>& x, const Tensor<T>& y, const BoxKernel& compute) {
-    const Shape4& input_shape = x.distribution().global_shape();
-    check_output(layer, x, y, "y");
-    check_allocation(layer, x, "x");
-    const Box output = y.owned_box();
+    const ForwardPlan& plan = forward_plan(layer, x, y);
     const std::string& transport_name = transport(x);
-    if (windows_inside_owned(layer, x.distribution())) {
-      note(layer, "forward local (every window inside its owned tile: no exchange)");
-      compute(output);
+    note(layer, plan.note);
+    if (plan.path == Path::local) {
+      compute(y.owned_box());
       return;
     }
-    halo::Exchange<T>& fill = fill_.get(x, window_rule(layer, input_shape), halo::Mode::fill, transport_name);
-    if (config_.overlap == Overlap::off) {
-      note(layer, "forward plain (overlap off)");
+    halo::Exchange<T>& fill = fill_.get(
+        x, [&] { return window_rule(layer, x.distribution().global_shape()); }, halo::Mode::fill, transport_name);
+    if (plan.path == Path::plain) {
       fill.run();
-      compute(output);
+      compute(y.owned_box());
       return;
     }
-    const Box interior =
-        interior_outputs(layer, output, available_before_halo(x.owned_box(), input_shape), input_shape);
-    if (interior.empty()) {
-      note(layer, "forward plain (overlap on, but no output of this tile avoids the halo: tile too small)");
-      fill.run();
-      compute(output);
-      return;
-    }
-    const auto strips = halo::subtract(output, interior);
-    note(layer, "forward overlapped (interior " + describe(interior.shape()) + " while the halo travels, then " +
-                    std::to_string(strips.size()) + " border strips)");
     fill.start();
-    compute(interior);
+    compute(plan.interior);
     fill.finish();
-    for (const Box& strip : strips) compute(strip);
+    for (const Box& strip : plan.strips) compute(strip);
   }
 
   // Computes dx's owned cells. `window_gradient(w)` must write d(loss)/d(x) over the whole
@@ -236,21 +225,19 @@ class Windowed {
   // gradient) must not touch dx and runs while the halo part travels home.
   void backward(const Layer<T>& layer, const Tensor<T>& dy, const Tensor<T>& dx, const WindowKernel& window_gradient,
                 const Work& meanwhile) {
-    const Shape4& input_shape = dx.distribution().global_shape();
-    check_output(layer, dx, dy, "dy");
-    check_allocation(layer, dx, "dx");
-    const Box window = layer.input_window(dy.owned_box(), input_shape);
+    const BackwardPlan& plan = backward_plan(layer, dy, dx);
     const std::string& transport_name = transport(dx);
     // Owned cells outside the window (a strided layer's skipped rows) get no gradient.
     dx.fill_window(T(0));
-    window_gradient(window);
-    if (windows_inside_owned(layer, dx.distribution())) {
+    window_gradient(plan.window);
+    if (plan.path == Path::local) {
       meanwhile();
       return;
     }
-    halo::Exchange<T>& accumulate =
-        accumulate_.get(dx, window_rule(layer, input_shape), halo::Mode::accumulate, transport_name);
-    if (config_.overlap == Overlap::off) {
+    halo::Exchange<T>& accumulate = accumulate_.get(
+        dx, [&] { return window_rule(layer, dx.distribution().global_shape()); }, halo::Mode::accumulate,
+        transport_name);
+    if (plan.path == Path::plain) {
       accumulate.run();
       meanwhile();
       return;
@@ -261,6 +248,78 @@ class Windowed {
   }
 
  private:
+  // local: every window inside its owned tile, no exchange; plain: exchange, then compute;
+  // overlapped: compute the interior while the exchange travels (forward), or the
+  // independent work while the accumulation travels home (backward).
+  enum class Path { local, plain, overlapped };
+
+  // What one forward does for one pair of allocations, derived (and checked) once — the
+  // path, the interior and border strips — and reused while x's distribution and halo and
+  // y's distribution stay the same, as the halo plan is (halo::Plan::cached).
+  struct ForwardPlan {
+    Distribution x, y;
+    HaloWidths x_halo;
+    Box output;  // y's owned box: this rank's place in the grid
+    Path path = Path::local;
+    Box interior;
+    std::vector<Box> strips;
+    std::string note;  // logged when the path changes
+  };
+  // The same for backward: its path and the input window of dy's owned box.
+  struct BackwardPlan {
+    Distribution dx, dy;
+    HaloWidths dx_halo;
+    Box output;  // dy's owned box
+    Path path = Path::local;
+    Box window;
+  };
+
+  const ForwardPlan& forward_plan(const Layer<T>& layer, const Tensor<T>& x, const Tensor<T>& y) {
+    if (forward_plan_ && forward_plan_->x == x.distribution() && forward_plan_->x_halo == x.halo() &&
+        forward_plan_->y == y.distribution() && forward_plan_->output == y.owned_box())
+      return *forward_plan_;
+    forward_plan_.reset();
+    const Shape4& input_shape = x.distribution().global_shape();
+    check_output(layer, x, y, "y");
+    check_allocation(layer, x, "x");
+    ForwardPlan plan{x.distribution(), y.distribution(), x.halo(), y.owned_box(), Path::local, Box{}, {}, {}};
+    if (windows_inside_owned(layer, x.distribution())) {
+      plan.note = "forward local (every window inside its owned tile: no exchange)";
+    } else if (config_.overlap == Overlap::off) {
+      plan.path = Path::plain;
+      plan.note = "forward plain (overlap off)";
+    } else {
+      const Box& output = plan.output;
+      plan.interior = interior_outputs(layer, output, available_before_halo(x.owned_box(), input_shape), input_shape);
+      if (plan.interior.empty()) {
+        plan.path = Path::plain;
+        plan.note = "forward plain (overlap on, but no output of this tile avoids the halo: tile too small)";
+      } else {
+        plan.path = Path::overlapped;
+        plan.strips = halo::subtract(output, plan.interior);
+        plan.note = "forward overlapped (interior " + describe(plan.interior.shape()) + " while the halo travels, then " +
+                    std::to_string(plan.strips.size()) + " border strips)";
+      }
+    }
+    forward_plan_.emplace(std::move(plan));
+    return *forward_plan_;
+  }
+
+  const BackwardPlan& backward_plan(const Layer<T>& layer, const Tensor<T>& dy, const Tensor<T>& dx) {
+    if (backward_plan_ && backward_plan_->dx == dx.distribution() && backward_plan_->dx_halo == dx.halo() &&
+        backward_plan_->dy == dy.distribution() && backward_plan_->output == dy.owned_box())
+      return *backward_plan_;
+    backward_plan_.reset();
+    check_output(layer, dx, dy, "dy");
+    check_allocation(layer, dx, "dx");
+    BackwardPlan plan{dx.distribution(), dy.distribution(), dx.halo(), dy.owned_box(), Path::local, Box{}};
+    plan.window = layer.input_window(dy.owned_box(), dx.distribution().global_shape());
+    if (!windows_inside_owned(layer, dx.distribution()))
+      plan.path = config_.overlap == Overlap::off ? Path::plain : Path::overlapped;
+    backward_plan_.emplace(std::move(plan));
+    return *backward_plan_;
+  }
+
   // "auto" is resolved once, collectively, on the first forward or backward (every rank
   // calls it); later exchanges name the concrete transport, which keeps rebuilding an
   // exchange for a new array a local decision.
@@ -313,6 +372,8 @@ class Windowed {
   WindowedConfig config_;
   std::string resolved_transport_;
   ExchangeSlot<T> fill_, accumulate_;
+  std::optional<ForwardPlan> forward_plan_;
+  std::optional<BackwardPlan> backward_plan_;
   std::string last_note_;
 };
 

@@ -13,7 +13,6 @@
 #include "distarray/node_memory.hpp"
 #include "distarray/process_grid.hpp"
 #include "halo/wait_clock.hpp"
-#include "layers/grad_buckets.hpp"
 #include "layers/grad_reduce.hpp"
 #include "layers/loss/classification.hpp"
 #include "layers/loss/mse.hpp"
@@ -29,6 +28,7 @@
 #include "models/sequential.hpp"
 #include "models/tica.hpp"
 #include "models/training_set.hpp"
+#include "models/training_step.hpp"
 
 namespace tessera::models {
 namespace {
@@ -117,6 +117,7 @@ class Run {
         tica_(make_tica(o, model_, grid_)),
         settings_(scaled(o.optimizer, o)),
         optimizer_(make_optimizer(settings_, parameters(), grid_)),
+        training_step_(model_, grid_, *optimizer_, o.overlap_allreduce),
         seed_(o.seed) {
     if (o.noise > 0) check_denoising(data_);
     if (tica_) data_.check_samples(model_.shape(0));
@@ -224,24 +225,11 @@ class Run {
     if (!std::isfinite(m.loss)) throw TrainingStopped(non_finite(m.loss, s));
 
     beat(s, "backward");
-    model_.zero_grad();
-    if (o_.overlap_allreduce) {
-      layers::GradientBuckets<float> buckets(grid_);
-      model_.backward(model_.output_gradient(), [&](std::size_t i) {
-        for (layers::Parameter<float>* p : model_.layer(i).params()) buckets.ready(p);
-      });
-      beat(s, "gradient allreduce");
-      m.reduce_seconds = buckets.finish();  // what backward did not hide
-    } else {
-      model_.backward(model_.output_gradient());
-      Kokkos::fence();
-      beat(s, "gradient allreduce");
-      const double reduce0 = now();
-      layers::reduce_gradients(model_.parameters(), grid_);
-      m.reduce_seconds = now() - reduce0;
-    }
+    training_step_.backward();
+    beat(s, "gradient allreduce");
+    m.reduce_seconds = training_step_.reduce();
     beat(s, "optimizer");
-    optimizer_->step();
+    training_step_.update();
     return finish_timing(m, t0, halo0);
   }
 
@@ -480,6 +468,7 @@ class Run {
   std::optional<TicaObjective> tica_;
   OptimizerSettings settings_;
   std::unique_ptr<layers::Optimizer<float>> optimizer_;
+  TrainingStep training_step_;  // backward, reduction, optimizer: what persists across steps
   std::uint64_t seed_;
   std::int64_t total_ = 0;  // the run's step count (greedy TICA splits it over the stages)
   std::optional<layers::Tensor<float>> targets_;

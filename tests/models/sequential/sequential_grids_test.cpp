@@ -2,6 +2,7 @@
 // logits or output, the input gradient and every reduced parameter gradient equal the
 // one-rank result (rank 0 alone on MPI_COMM_SELF) within 1e-5 relative — fashion-cnn with
 // cross-entropy on its head grid, and all-conv nets (one with transposed convs) with MSE.
+// Then: a training step after the first allocates nothing (TrainingStep, every grid).
 #include <gtest/gtest.h>
 
 #include <mpi.h>
@@ -16,9 +17,13 @@
 #include "distarray/gather_scatter.hpp"
 #include "layers/grad_buckets.hpp"
 #include "layers/grad_reduce.hpp"
+#include "layers/loss/classification.hpp"
 #include "layers/loss/cross_entropy.hpp"
 #include "layers/loss/mse.hpp"
+#include "models/optimizer_factory.hpp"
 #include "models/sequential.hpp"
+#include "models/training_step.hpp"
+#include "tests/support/allocation_counter.hpp"
 #include "tests/support/grid_cases.hpp"
 
 namespace tessera::models {
@@ -310,6 +315,91 @@ TEST(SequentialOnGrids, RanksAgreeOnAMemoryRefusal) {
     EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(last) + " needs 2.00 KiB but may use 1.00 KiB"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// One training step as the trainer takes it (models/trainer.cpp, minus reading the batch):
+// forward, the loss into the output gradient, backward with the gradient reduction, the
+// optimizer. Returns the loss.
+double train_step(Sequential<float>& model, TrainingStep& step, const layers::OwnedLabels* labels,
+                  const layers::Tensor<float>* targets) {
+  const layers::Tensor<float>& out = model.forward(model.input());
+  const double loss = labels ? layers::classification_stats(out, *labels, model.output_gradient()).loss
+                             : layers::mse_loss(out, targets->owned(), model.output_gradient());
+  step.backward();
+  step.reduce();
+  step.update();
+  return loss;
+}
+
+// After a warm-up step, a training step makes no Kokkos allocation in any memory space
+// (device or host: scratch, statistics, buckets and their host mirrors, halo buffers all
+// persist) — on every grid, for fashion-cnn (conv, batchnorm, relu, maxpool, linear) and a
+// net with avgpool, local, deconv and gap; cross-entropy with SGD (momentum) and the
+// reduction bucketed during backward, MSE with Adam and the reduction fused after it.
+//
+// Host heap allocations (operator new, counted by tests/support/allocation_counter.hpp)
+// are measured and printed, not required to be zero: Kokkos 3.4 takes every kernel's
+// label as a std::string, so each parallel_for with a label over 15 characters allocates
+// one, and oneDNN builds its memory objects per call. Tessera's own host buffers on the
+// step's path (batch norm's statistics and coefficients, the loss's sums, group_sum's
+// staging, the buckets' mirrors) are Kokkos views or persistent members, so the Kokkos
+// count covers them.
+TEST(SequentialOnGrids, TrainingStepAllocatesNothingAfterTheFirst) {
+  struct Net {
+    std::string spec;
+    Shape4 shape;
+  };
+  const std::vector<Net> nets{
+      {"fashion-cnn", {4, 1, 28, 28}},
+      {"conv(out=4,k=3,pad=1),relu,avgpool(k=2),local(out=3,k=3,pad=1),deconv(out=2,k=4,stride=2,pad=1),relu,gap,"
+       "linear(out=3)",
+       {4, 2, 12, 12}}};
+  struct Setting {
+    bool cross_entropy;
+    const char* optimizer;
+    bool overlap_allreduce;
+  };
+  const std::vector<Setting> settings{{true, "sgd", true}, {false, "adam", false}};
+  const std::vector<std::int64_t> labels{2, 0, 1, 2};
+  for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    for (const Net& net : nets)
+      for (const Setting& setting : settings) {
+        SCOPED_TRACE(net.spec + " on grid " + format_grid(dims) + (setting.cross_entropy ? ", cross-entropy, " : ", mse, ") +
+                     setting.optimizer + (setting.overlap_allreduce ? ", buckets during backward" : ", reduction after"));
+        Sequential<float> model(net.spec, net.shape, grid, /*seed=*/7);
+        scatter(random_array(net.shape, 71), model.input());
+        OptimizerSettings chosen;
+        chosen.kind = setting.optimizer;
+        chosen.lr = 0.01;
+        chosen.momentum = chosen.kind == "sgd" ? 0.9 : 0.0;
+        const auto optimizer = make_optimizer(chosen, model.parameters(), grid);
+        TrainingStep step(model, grid, *optimizer, setting.overlap_allreduce);
+        const layers::Tensor<float>& out = model.output();
+        const layers::OwnedLabels owned = owned_labels(out, labels);
+        layers::Tensor<float> targets(model.output_grid(), out.distribution().global_shape(), {}, "targets");
+        scatter(random_array(out.distribution().global_shape(), 73), targets);
+        const layers::OwnedLabels* by_label = setting.cross_entropy ? &owned : nullptr;
+
+        tessera::testing::KokkosAllocations warm_up;
+        const double first = train_step(model, step, by_label, &targets);  // everything is allocated here
+        EXPECT_GT(warm_up.stop().count, 0) << "the counter saw nothing (the profiling hook is not live)";
+        tessera::testing::KokkosAllocations kokkos;
+        const double second = train_step(model, step, by_label, &targets);
+        const tessera::testing::KokkosAllocations::Counts counted = kokkos.stop();
+        EXPECT_EQ(counted.count, 0) << "Kokkos allocations in a step after the first, e.g. " << counted.labels;
+        EXPECT_TRUE(std::isfinite(first) && std::isfinite(second));
+        EXPECT_NE(first, second) << "the optimizer moved nothing";
+
+        tessera::testing::HeapAllocations heap;
+        train_step(model, step, by_label, &targets);
+        const long heap_count = heap.stop();
+        if (tessera::testing::world_rank() == 0)
+          std::printf("[   INFO   ] %s on %s, %s: %ld host heap allocations in one step\n",
+                      net.spec.substr(0, 11).c_str(), format_grid(dims).c_str(),
+                      setting.cross_entropy ? "cross-entropy" : "mse", heap_count);
+      }
   }
 }
 

@@ -1,0 +1,54 @@
+#pragma once
+// TrainingStep: the part of a training step after the loss — backward through the model
+// with the gradient reduction, then the optimizer — as the trainer runs it
+// (models/trainer.cpp) and tests drive it. It holds what the step reuses for the model's
+// life: the parameter lists (per layer, for the buckets) and the reduction's buckets with
+// their host mirrors, so a step after the first allocates nothing (docs/performance.md).
+//
+//   model.forward(model.input());  loss writes model.output_gradient();
+//   step.backward();  step.reduce();  step.update();
+//
+// The reduction is the one layers::GradientBuckets / layers::GradientReduction make:
+// bucketed during backward (overlap, the default) or fused after it, same sums either way.
+
+#include <cstddef>
+#include <vector>
+
+#include "distarray/process_grid.hpp"
+#include "layers/grad_buckets.hpp"
+#include "layers/grad_reduce.hpp"
+#include "layers/optim/optimizer.hpp"
+#include "models/sequential.hpp"
+
+namespace tessera::models {
+
+class TrainingStep {
+ public:
+  // `model`, `grid` and `optimizer` must outlive the step; the model must be built (its
+  // layers placed). overlap_allreduce: reduce in buckets during backward.
+  TrainingStep(Sequential<float>& model, const ProcessGrid& grid, layers::Optimizer<float>& optimizer,
+               bool overlap_allreduce);
+  TrainingStep(const TrainingStep&) = delete;
+  TrainingStep& operator=(const TrainingStep&) = delete;
+
+  // Zeroes the gradients and runs backward from model.output_gradient(); with overlap,
+  // each layer's gradients start their reduction as soon as the layer is done. Without,
+  // it waits for the device, so that reduce() times the reduction alone.
+  void backward();
+  // Completes the reduction; returns the seconds it took here (with overlap: the part
+  // backward did not hide).
+  double reduce();
+  // One optimizer step on the reduced gradients.
+  void update() { optimizer_.step(); }
+
+ private:
+  Sequential<float>& model_;
+  layers::Optimizer<float>& optimizer_;
+  bool overlap_;
+  std::vector<layers::Parameter<float>*> parameters_;
+  std::vector<std::vector<layers::Parameter<float>*>> layer_parameters_;  // [i]: layer i's
+  layers::GradientBuckets<float> buckets_;
+  layers::GradientReduction<float> reduction_;
+};
+
+}  // namespace tessera::models
