@@ -183,10 +183,6 @@ class ExchangeSlot {
 template <class T>
 class Windowed {
  public:
-  using BoxKernel = std::function<void(const Box& output_box)>;
-  using WindowKernel = std::function<void(const Box& input_window)>;
-  using Work = std::function<void()>;
-
   explicit Windowed(WindowedConfig config = {}) : config_(std::move(config)) {}
   const WindowedConfig& config() const { return config_; }
   // Takes effect for exchanges built from now on: call before the first forward.
@@ -199,6 +195,9 @@ class Windowed {
 
   // Computes y's owned cells: `compute(b)` must write y over output box b from x over
   // layer.input_window(b). Makes x's window present first (or around the interior).
+  // The kernels are template parameters, not std::function: a layer's lambda capturing
+  // more than two references would otherwise be copied to the heap on every call.
+  template <class BoxKernel>
   void forward(const Layer<T>& layer, const Tensor<T>& x, const Tensor<T>& y, const BoxKernel& compute) {
     const ForwardPlan& plan = forward_plan(layer, x, y);
     const std::string& transport_name = transport(x);
@@ -223,6 +222,7 @@ class Windowed {
   // Computes dx's owned cells. `window_gradient(w)` must write d(loss)/d(x) over the whole
   // input window w (every cell of it) from dy's owned cells; `meanwhile` (e.g. the weight
   // gradient) must not touch dx and runs while the halo part travels home.
+  template <class WindowKernel, class Work>
   void backward(const Layer<T>& layer, const Tensor<T>& dy, const Tensor<T>& dx, const WindowKernel& window_gradient,
                 const Work& meanwhile) {
     const BackwardPlan& plan = backward_plan(layer, dy, dx);

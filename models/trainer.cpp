@@ -13,7 +13,6 @@
 #include "distarray/node_memory.hpp"
 #include "distarray/process_grid.hpp"
 #include "halo/wait_clock.hpp"
-#include "layers/grad_reduce.hpp"
 #include "layers/loss/classification.hpp"
 #include "layers/loss/mse.hpp"
 #include "models/auto_grid.hpp"
@@ -259,9 +258,7 @@ class Run {
     Kokkos::fence();
     beat(s, "gradient allreduce");
     const std::vector<layers::Parameter<float>*> trained = tica_->trained_parameters(stages);
-    const double reduce0 = now();
-    layers::reduce_gradients(trained, grid_);
-    m.reduce_seconds = now() - reduce0;
+    m.reduce_seconds = training_step_.reduce(trained);
     beat(s, "optimizer");
     const std::vector<layers::Parameter<float>*>& all = optimizer_->params();
     optimizer_->step([&](std::size_t i) { return std::find(trained.begin(), trained.end(), all[i]) != trained.end(); });

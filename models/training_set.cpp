@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "distarray/tile_io.hpp"
+#include "layers/scratch.hpp"
 
 namespace tessera::models {
 namespace {
@@ -122,23 +123,37 @@ void TrainingSet::fill_cache(const layers::Tensor<float>& images) const {
 
 void TrainingSet::copy_from_cache(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const {
   const Box owned = images.owned_box();
-  auto tile = tessera::detail::host_tile<float>(owned);
+  const auto& tile = layers::sized(staging_.tile, "tessera::tile_io", owned.extent(N), owned.extent(C),
+                                   owned.extent(H), owned.extent(W));
   const auto sample_size = static_cast<std::size_t>(owned.extent(C) * owned.extent(H) * owned.extent(W));
   for (std::int64_t n = owned.lo[N]; n < owned.hi[N]; ++n) {
     const std::int64_t row = std::max<std::int64_t>(rows[static_cast<std::size_t>(n)], 0);
     std::copy_n(cache_->values.data() + static_cast<std::size_t>(row) * sample_size, sample_size,
                 tile.data() + static_cast<std::size_t>(n - owned.lo[N]) * sample_size);
   }
-  auto window = tessera::detail::host_window(images);
+  const auto& window = host_window(images);
   Kokkos::deep_copy(tessera::detail::owned_part(window, owned, images.window_box()), tile);
   Kokkos::deep_copy(images.window(), window);
+}
+
+const layers::Tensor<float>::View::HostMirror& TrainingSet::host_window(const layers::Tensor<float>& images) const {
+  using Space = layers::Tensor<float>::memory_space;
+  const auto& view = images.window();
+  bool same = true;
+  for (unsigned d = 0; d < 4; ++d) same = same && staging_.window.extent(d) == view.extent(d);
+  // On a host build the mirror is the window itself: it must be this array's.
+  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space>::accessible) same = same && staging_.window.data() == view.data();
+  if (!same) staging_.window = Kokkos::create_mirror_view(view);
+  Kokkos::deep_copy(staging_.window, view);  // halo cells keep their values; nothing to copy on a host build
+  return staging_.window;
 }
 
 TrainingSet::LabelView TrainingSet::read_labels(const std::vector<std::int64_t>& rows,
                                                 const layers::Tensor<float>& logits) const {
   const Box owned = logits.owned_box();
-  LabelView labels("tessera::labels", static_cast<std::size_t>(owned.extent(N)), 1, 1);
-  auto host = Kokkos::create_mirror_view(labels);
+  const LabelView& labels = layers::sized(staging_.labels, "tessera::labels", owned.extent(N), 1, 1);
+  if (staging_.host_labels.extent(0) != labels.extent(0)) staging_.host_labels = Kokkos::create_mirror_view(labels);
+  const auto& host = staging_.host_labels;  // every cell written below
   for (std::int64_t n = owned.lo[N]; n < owned.hi[N]; ++n) {
     const auto i = static_cast<std::size_t>(n);
     host(static_cast<std::size_t>(n - owned.lo[N]), 0, 0) = rows[i] < 0 ? layers::kIgnoreLabel : labels_[static_cast<std::size_t>(rows[i])];

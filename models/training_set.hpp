@@ -62,6 +62,7 @@ class TrainingSet {
   void read_images(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const;
   // The labels of the samples of `logits`' owned rows, shaped (n, 1, 1) for its owned box;
   // a padding row's label is layers::kIgnoreLabel (it counts for nothing). Collective.
+  // The view is the set's own, reused (overwritten) by the next call: no allocation per batch.
   LabelView read_labels(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& logits) const;
   // Targets for `into`'s owned cells (padding rows read sample 0). Collective.
   void read_targets(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& into) const;
@@ -75,10 +76,23 @@ class TrainingSet {
   void fill_cache(const layers::Tensor<float>& images) const;
   void copy_from_cache(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const;
 
+  // Host staging of a batch, kept from batch to batch (its shapes do not change): the tile
+  // copied out of the cache, the host copy of the input's window (the window itself on a
+  // host build), the labels on the device and their host copy.
+  struct BatchStaging {
+    Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace> tile;
+    layers::Tensor<float>::View::HostMirror window;
+    LabelView labels;
+    LabelView::HostMirror host_labels;
+  };
+  // staging_.window, made a host copy of `images`' window (halo cells included).
+  const layers::Tensor<float>::View::HostMirror& host_window(const layers::Tensor<float>& images) const;
+
   std::unique_ptr<Hdf5File> file_;
   std::vector<std::int64_t> labels_;  // every sample's
   mutable std::optional<TileCache> cache_;
   mutable std::optional<Distribution> cache_decided_for_;
+  mutable BatchStaging staging_;
   std::int64_t samples_ = 0;
   std::array<std::int64_t, 3> sample_{};
   bool uint8_pixels_ = false;

@@ -31,8 +31,12 @@ void TrainingStep::backward() {
 
 double TrainingStep::reduce() {
   if (overlap_) return buckets_.finish();
+  return reduce(parameters_);
+}
+
+double TrainingStep::reduce(const std::vector<layers::Parameter<float>*>& params) {
   const double start = MPI_Wtime();
-  reduction_.reduce(parameters_);
+  reduction_.reduce(params);
   return MPI_Wtime() - start;
 }
 

@@ -38,6 +38,9 @@ class TrainingStep {
   // Completes the reduction; returns the seconds it took here (with overlap: the part
   // backward did not hide).
   double reduce();
+  // The fused reduction of `params` alone (after the caller's own backward: TICA trains a
+  // subset), through the same persistent buckets; returns its seconds.
+  double reduce(const std::vector<layers::Parameter<float>*>& params);
   // One optimizer step on the reduced gradients.
   void update() { optimizer_.step(); }
 
