@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "distarray/dist_array.hpp"
+#include "distarray/finite_check.hpp"
 #include "distarray/hdf5_file.hpp"
 
 namespace tessera {
@@ -54,9 +56,11 @@ inline void check_sample_shape(const Hdf5File& file, const std::string& name, co
 
 // Reads sample rows[b] of dataset `name` (N x C x H x W, any stored element type that
 // converts to T) into batch row b of `into`, whose global shape is rows.size() x C x H x W.
-// Collective over the array's grid; every rank passes the same `rows`.
+// Collective over the array's grid; every rank passes the same `rows`. Returns the first
+// non-finite value of this rank's tile (floating-point T), found while the tile is in
+// cache, so a caller that refuses bad data needs no second pass.
 template <class T, class MemorySpace>
-void read_samples(const Hdf5File& file, const std::string& name, const std::vector<std::int64_t>& rows,
+std::optional<NonFinite> read_samples(const Hdf5File& file, const std::string& name, const std::vector<std::int64_t>& rows,
                   const DistArray<T, MemorySpace>& into) {
   const Shape4 global = into.distribution().global_shape();
   if (static_cast<std::int64_t>(rows.size()) != global[N])
@@ -66,23 +70,26 @@ void read_samples(const Hdf5File& file, const std::string& name, const std::vect
   const Box owned = into.owned_box();
   const std::vector<std::int64_t> mine(rows.begin() + owned.lo[N], rows.begin() + owned.hi[N]);
   auto tile = detail::host_tile<T>(owned);
-  file.read_rows(name, mine, {0, owned.lo[C], owned.lo[H], owned.lo[W]},
-                 {1, owned.extent(C), owned.extent(H), owned.extent(W)}, tile.data());
+  const Dims offset{0, owned.lo[C], owned.lo[H], owned.lo[W]};
+  file.read_rows(name, mine, offset, {1, owned.extent(C), owned.extent(H), owned.extent(W)}, tile.data());
+  auto found = find_non_finite(tile.data(), offset, {owned.extent(N), owned.extent(C), owned.extent(H), owned.extent(W)},
+                               mine);
   auto window = detail::host_window(into);
   Kokkos::deep_copy(detail::owned_part(window, owned, into.window_box()), tile);
   Kokkos::deep_copy(into.window(), window);
+  return found;
 }
 
-// Reads the whole dataset into `into` (same global shape).
+// Reads the whole dataset into `into` (same global shape); returns as read_samples.
 template <class T, class MemorySpace>
-void read_array(const Hdf5File& file, const std::string& name, const DistArray<T, MemorySpace>& into) {
+std::optional<NonFinite> read_array(const Hdf5File& file, const std::string& name, const DistArray<T, MemorySpace>& into) {
   std::vector<std::int64_t> rows(static_cast<std::size_t>(into.distribution().global_shape()[N]));
   std::iota(rows.begin(), rows.end(), 0);
   const Dims dims = file.shape(name);
   if (dims.size() == 4 && dims[0] != static_cast<std::int64_t>(rows.size()))
     throw std::invalid_argument("data '" + name + "' has " + std::to_string(dims[0]) +
                                 " samples, the array " + std::to_string(rows.size()));
-  read_samples(file, name, rows, into);
+  return read_samples(file, name, rows, into);
 }
 
 // Writes every rank's owned tile of `from` into dataset `name` (created with the global

@@ -1,9 +1,12 @@
 #include "models/training_set.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
+#include "distarray/finite_check.hpp"
 #include "distarray/tile_io.hpp"
+#include "models/rank_agreement.hpp"
 
 namespace tessera::models {
 namespace {
@@ -23,6 +26,13 @@ void scale_owned(const layers::Tensor<float>& array, float factor) {
       Policy({0, 0, 0, 0}, {static_cast<std::int64_t>(owned.extent(0)), static_cast<std::int64_t>(owned.extent(1)),
                             static_cast<std::int64_t>(owned.extent(2)), static_cast<std::int64_t>(owned.extent(3))}),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { owned(n, c, h, w) *= factor; });
+}
+
+// Throws on every rank of `comm` when any rank read a non-finite value: the lowest such
+// rank's one-line message, so the app prints it once.
+void refuse_non_finite(MPI_Comm comm, const std::string& path, const char* dataset,
+                       const std::optional<NonFinite>& found) {
+  throw_if_any(comm, found ? non_finite_message("data file '" + path + "'", dataset, *found) : "");
 }
 
 std::string shape_text(const Shape4& s) {
@@ -96,8 +106,11 @@ void TrainingSet::read_images(const std::vector<std::int64_t>& rows, const layer
     if (largest <= kTileCacheBytes) fill_cache(images);
   }
   if (cache_) return copy_from_cache(rows, images);
-  read_samples(*file_, "/images", without_padding(rows), images);
-  if (uint8_pixels_) scale_owned(images, 1.0f / 255.0f);
+  const std::optional<NonFinite> found = read_samples(*file_, "/images", without_padding(rows), images);
+  if (uint8_pixels_)
+    scale_owned(images, 1.0f / 255.0f);  // bytes are always finite
+  else
+    refuse_non_finite(images.grid().comm(), path(), "/images", found);
 }
 
 void TrainingSet::fill_cache(const layers::Tensor<float>& images) const {
@@ -105,10 +118,25 @@ void TrainingSet::fill_cache(const layers::Tensor<float>& images) const {
   cache.box = images.owned_box();
   cache.box.lo[N] = 0, cache.box.hi[N] = samples_;
   cache.values.resize(static_cast<std::size_t>(cache.box.size()));
-  file_->read_block("/images", {0, cache.box.lo[C], cache.box.lo[H], cache.box.lo[W]},
-                    {samples_, cache.box.extent(C), cache.box.extent(H), cache.box.extent(W)}, cache.values.data());
-  if (uint8_pixels_)
-    for (float& v : cache.values) v *= 1.0f / 255.0f;
+  // Slabs of samples, each scaled or checked while it is still in cache: a second pass over
+  // the whole tile would cost a sizeable part of the read. The slab's sample count depends on
+  // the global sample size only, so every rank makes the same collective reads.
+  const std::int64_t sample_bytes = sample_[0] * sample_[1] * sample_[2] * std::int64_t{4};
+  const std::int64_t slab = std::max<std::int64_t>(1, kCacheSlabBytes / sample_bytes);
+  const auto tile_values = static_cast<std::size_t>(cache.box.extent(C) * cache.box.extent(H) * cache.box.extent(W));
+  std::optional<NonFinite> found;
+  for (std::int64_t first = 0; first < samples_; first += slab) {
+    const std::int64_t count = std::min(slab, samples_ - first);
+    const Dims offset{first, cache.box.lo[C], cache.box.lo[H], cache.box.lo[W]};
+    const Dims extent{count, cache.box.extent(C), cache.box.extent(H), cache.box.extent(W)};
+    float* values = cache.values.data() + static_cast<std::size_t>(first) * tile_values;
+    file_->read_block("/images", offset, extent, values);
+    if (uint8_pixels_)
+      std::for_each(values, values + static_cast<std::size_t>(count) * tile_values, [](float& v) { v *= 1.0f / 255.0f; });
+    else if (!found)
+      found = find_non_finite(values, offset, extent);
+  }
+  refuse_non_finite(images.grid().comm(), path(), "/images", found);
   cache_ = std::move(cache);
 }
 
@@ -140,7 +168,7 @@ TrainingSet::LabelView TrainingSet::read_labels(const std::vector<std::int64_t>&
 }
 
 void TrainingSet::read_targets(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& into) const {
-  read_samples(*file_, "/targets", without_padding(rows), into);
+  refuse_non_finite(into.grid().comm(), path(), "/targets", read_samples(*file_, "/targets", without_padding(rows), into));
 }
 
 }  // namespace tessera::models

@@ -30,6 +30,8 @@ enum class Supervision { labels, targets, none };
 class TrainingSet {
  public:
   static constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 30;
+  // The cache is filled in reads of about this many bytes of whole samples (fewer per rank).
+  static constexpr std::int64_t kCacheSlabBytes = std::int64_t{1} << 20;
 
   using LabelView = Kokkos::View<std::int64_t***, Kokkos::LayoutRight, layers::LossMemorySpace>;
 
@@ -52,12 +54,15 @@ class TrainingSet {
   void check_samples(const Shape4& input) const;
 
   // Batch row b of `images` <- sample rows[b] (row -1: sample 0, a padding row); uint8
-  // pixels are scaled to [0, 1]. Collective; `images` holds rows.size() samples.
+  // pixels are scaled to [0, 1]. Collective; `images` holds rows.size() samples. A NaN or
+  // infinite float pixel throws std::runtime_error on every rank, naming its index; with
+  // the tile cache every sample is checked once, when the cache is filled.
   void read_images(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const;
   // The labels of the samples of `logits`' owned rows, shaped (n, 1, 1) for its owned box;
   // a padding row's label is layers::kIgnoreLabel (it counts for nothing). Collective.
   LabelView read_labels(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& logits) const;
-  // Targets for `into`'s owned cells (padding rows read sample 0). Collective.
+  // Targets for `into`'s owned cells (padding rows read sample 0). Collective; refuses
+  // non-finite targets as read_images refuses pixels.
   void read_targets(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& into) const;
 
  private:
