@@ -1,15 +1,13 @@
 #pragma once
 // Refusing non-finite values where data and checkpoints are read (docs/data.md,
-// docs/checkpoints.md): a scan of the host buffer a read has just filled, run while the
-// buffer is still in cache, and the one-line message that names the value's index in its
-// dataset. Shared by tile I/O (distarray/tile_io.hpp), the data loader and checkpoint loading.
+// docs/checkpoints.md): a scan of the host buffer a read has just filled, or one folded into
+// a copy the reader makes anyway, and the one-line message that names the value's index in
+// its dataset. Shared by tile I/O (distarray/tile_io.hpp), the data loader and checkpoint
+// loading.
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -25,27 +23,14 @@ struct NonFinite {
 };
 
 // The position of the first NaN or +-inf in values[0, count); count when every value is
-// finite. Read as a signed integer, a float's magnitude bits exceed the largest finite
-// value's exactly when it is inf or NaN: a branch-free test whose OR over a chunk the
-// compiler vectorizes, so the scan runs at memory speed; only a chunk with a hit is
-// searched again for the position.
-template <class T>
-std::size_t first_non_finite(const T* values, std::size_t count) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
-  using Bits = std::conditional_t<std::is_same_v<T, float>, std::int32_t, std::int64_t>;
-  constexpr Bits magnitude = std::numeric_limits<Bits>::max();
-  constexpr Bits largest_finite = std::bit_cast<Bits>(std::numeric_limits<T>::max());
-  constexpr std::size_t kChunk = 4096;
-  for (std::size_t start = 0; start < count; start += kChunk) {
-    const std::size_t end = std::min(count, start + kChunk);
-    Bits hit = 0;
-    for (std::size_t i = start; i < end; ++i) hit |= Bits((std::bit_cast<Bits>(values[i]) & magnitude) > largest_finite);
-    if (hit)
-      for (std::size_t i = start; i < end; ++i)
-        if (!std::isfinite(values[i])) return i;
-  }
-  return count;
-}
+// finite. Runs at about memory speed (finite_check.cpp says how).
+std::size_t first_non_finite(const float* values, std::size_t count);
+std::size_t first_non_finite(const double* values, std::size_t count);
+
+// Copies from[0, count) to `to` and returns first_non_finite(from, count): a copy a reader
+// makes anyway checks the values at no measurable cost.
+std::size_t copy_checking_finite(const float* from, float* to, std::size_t count);
+std::size_t copy_checking_finite(const double* from, double* to, std::size_t count);
 
 // The dataset index of element `position` of a row-major block of `extent` read at
 // `offset`; block row i (the first dimension) is dataset row rows[i] when rows are given

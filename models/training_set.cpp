@@ -118,40 +118,47 @@ void TrainingSet::fill_cache(const layers::Tensor<float>& images) const {
   cache.box = images.owned_box();
   cache.box.lo[N] = 0, cache.box.hi[N] = samples_;
   cache.values.resize(static_cast<std::size_t>(cache.box.size()));
-  // Slabs of samples, each scaled or checked while it is still in cache: a second pass over
-  // the whole tile would cost a sizeable part of the read. The slab's sample count depends on
-  // the global sample size only, so every rank makes the same collective reads.
-  const std::int64_t sample_bytes = sample_[0] * sample_[1] * sample_[2] * std::int64_t{4};
-  const std::int64_t slab = std::max<std::int64_t>(1, kCacheSlabBytes / sample_bytes);
-  const auto tile_values = static_cast<std::size_t>(cache.box.extent(C) * cache.box.extent(H) * cache.box.extent(W));
-  std::optional<NonFinite> found;
-  for (std::int64_t first = 0; first < samples_; first += slab) {
-    const std::int64_t count = std::min(slab, samples_ - first);
-    const Dims offset{first, cache.box.lo[C], cache.box.lo[H], cache.box.lo[W]};
-    const Dims extent{count, cache.box.extent(C), cache.box.extent(H), cache.box.extent(W)};
-    float* values = cache.values.data() + static_cast<std::size_t>(first) * tile_values;
-    file_->read_block("/images", offset, extent, values);
-    if (uint8_pixels_)
-      std::for_each(values, values + static_cast<std::size_t>(count) * tile_values, [](float& v) { v *= 1.0f / 255.0f; });
-    else if (!found)
-      found = find_non_finite(values, offset, extent);
-  }
-  refuse_non_finite(images.grid().comm(), path(), "/images", found);
+  file_->read_block("/images", {0, cache.box.lo[C], cache.box.lo[H], cache.box.lo[W]},
+                    {samples_, cache.box.extent(C), cache.box.extent(H), cache.box.extent(W)}, cache.values.data());
+  if (uint8_pixels_)
+    for (float& v : cache.values) v *= 1.0f / 255.0f;
+  // Bytes are always finite; float samples are checked as they are first copied out.
+  cache.checked.assign(static_cast<std::size_t>(samples_), uint8_pixels_);
   cache_ = std::move(cache);
 }
 
+// Every sample is checked for non-finite values once, in the copy that first takes it into a
+// batch: HDF5 fills the cache without a pass of ours to ride on, and a separate pass over it
+// would cost several percent of an epoch, while the checking copy costs no more than a plain
+// one. Each rank checks its tile of the rows it owns; `checked` is the same on every rank
+// (it follows the batch's rows, which every rank knows), so all agree alike.
 void TrainingSet::copy_from_cache(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const {
   const Box owned = images.owned_box();
   auto tile = tessera::detail::host_tile<float>(owned);
   const auto sample_size = static_cast<std::size_t>(owned.extent(C) * owned.extent(H) * owned.extent(W));
+  const Dims sample_extent{1, owned.extent(C), owned.extent(H), owned.extent(W)};
+  std::optional<NonFinite> found;
   for (std::int64_t n = owned.lo[N]; n < owned.hi[N]; ++n) {
     const std::int64_t row = std::max<std::int64_t>(rows[static_cast<std::size_t>(n)], 0);
-    std::copy_n(cache_->values.data() + static_cast<std::size_t>(row) * sample_size, sample_size,
-                tile.data() + static_cast<std::size_t>(n - owned.lo[N]) * sample_size);
+    const float* from = cache_->values.data() + static_cast<std::size_t>(row) * sample_size;
+    float* to = tile.data() + static_cast<std::size_t>(n - owned.lo[N]) * sample_size;
+    if (cache_->checked[static_cast<std::size_t>(row)]) {
+      std::copy_n(from, sample_size, to);
+    } else if (const std::size_t bad = copy_checking_finite(from, to, sample_size); bad < sample_size && !found) {
+      found = NonFinite{block_element_index(bad, {row, owned.lo[C], owned.lo[H], owned.lo[W]}, sample_extent),
+                        static_cast<double>(from[bad])};
+    }
   }
   auto window = tessera::detail::host_window(images);
   Kokkos::deep_copy(tessera::detail::owned_part(window, owned, images.window_box()), tile);
   Kokkos::deep_copy(images.window(), window);
+  bool unchecked = false;
+  for (std::int64_t r : rows) {
+    const auto at = static_cast<std::size_t>(std::max<std::int64_t>(r, 0));
+    unchecked = unchecked || !cache_->checked[at];
+    cache_->checked[at] = 1;
+  }
+  if (unchecked) refuse_non_finite(images.grid().comm(), path(), "/images", found);
 }
 
 TrainingSet::LabelView TrainingSet::read_labels(const std::vector<std::int64_t>& rows,

@@ -30,8 +30,6 @@ enum class Supervision { labels, targets, none };
 class TrainingSet {
  public:
   static constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 30;
-  // The cache is filled in reads of about this many bytes of whole samples (fewer per rank).
-  static constexpr std::int64_t kCacheSlabBytes = std::int64_t{1} << 20;
 
   using LabelView = Kokkos::View<std::int64_t***, Kokkos::LayoutRight, layers::LossMemorySpace>;
 
@@ -56,7 +54,7 @@ class TrainingSet {
   // Batch row b of `images` <- sample rows[b] (row -1: sample 0, a padding row); uint8
   // pixels are scaled to [0, 1]. Collective; `images` holds rows.size() samples. A NaN or
   // infinite float pixel throws std::runtime_error on every rank, naming its index; with
-  // the tile cache every sample is checked once, when the cache is filled.
+  // the tile cache each sample is checked once, in the first batch that holds it.
   void read_images(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const;
   // The labels of the samples of `logits`' owned rows, shaped (n, 1, 1) for its owned box;
   // a padding row's label is layers::kIgnoreLabel (it counts for nothing). Collective.
@@ -66,10 +64,12 @@ class TrainingSet {
   void read_targets(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& into) const;
 
  private:
-  // This rank's tile (all samples; the C, H, W ranges of `box`) as float, pixels scaled.
+  // This rank's tile (all samples; the C, H, W ranges of `box`) as float, pixels scaled,
+  // and which samples have been checked for non-finite values (the same on every rank).
   struct TileCache {
     Box box;
     std::vector<float> values;
+    std::vector<std::uint8_t> checked;
   };
   void fill_cache(const layers::Tensor<float>& images) const;
   void copy_from_cache(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const;
