@@ -24,6 +24,24 @@ enum class Sharing {
   tiled,       // this rank's slice only; gradient allreduced over the sample group
 };
 
+// While a ParameterPlanning scope is alive on this thread, new Parameters record their shape,
+// offset and extent but allocate nothing (value and grad stay empty): a model is built once
+// this way to learn what it would allocate (models/memory_plan.hpp) before it allocates.
+inline bool& parameter_planning_flag() {
+  static thread_local bool planning = false;
+  return planning;
+}
+class ParameterPlanning {
+ public:
+  ParameterPlanning() : previous_(parameter_planning_flag()) { parameter_planning_flag() = true; }
+  ~ParameterPlanning() { parameter_planning_flag() = previous_; }
+  ParameterPlanning(const ParameterPlanning&) = delete;
+  ParameterPlanning& operator=(const ParameterPlanning&) = delete;
+
+ private:
+  bool previous_;
+};
+
 template <class T>
 struct Parameter {
   using View = Kokkos::View<T*, Kokkos::DefaultExecutionSpace::memory_space>;
@@ -44,8 +62,8 @@ struct Parameter {
   Parameter() = default;
   Parameter(std::string param_name, std::vector<std::int64_t> global_shape, const std::string& owner)
       : name(std::move(param_name)), shape(global_shape), offset(global_shape.size(), 0), extent(global_shape),
-        value(owner + "." + name, element_count(global_shape)),
-        grad(owner + "." + name + ".grad", element_count(global_shape)) {}
+        value(owner + "." + name, allocated_count(global_shape)),
+        grad(owner + "." + name + ".grad", allocated_count(global_shape)) {}
 
   // A tiled parameter: this rank's block [offset, offset + extent) of a tensor of global
   // shape `global_shape`, held row-major over `extent`.
@@ -58,8 +76,8 @@ struct Parameter {
     p.offset = std::move(block_offset);
     p.extent = std::move(block_extent);
     p.sharing = Sharing::tiled;
-    p.value = View(owner + "." + p.name, element_count(p.extent));
-    p.grad = View(owner + "." + p.name + ".grad", element_count(p.extent));
+    p.value = View(owner + "." + p.name, allocated_count(p.extent));
+    p.grad = View(owner + "." + p.name + ".grad", allocated_count(p.extent));
     return p;
   }
 
@@ -68,6 +86,11 @@ struct Parameter {
     for (auto d : dims) n *= static_cast<std::size_t>(d);
     return n;
   }
+  static std::size_t allocated_count(const std::vector<std::int64_t>& dims) {
+    return parameter_planning_flag() ? 0 : element_count(dims);
+  }
+  // Elements this rank holds (or, built under ParameterPlanning, would hold).
+  std::size_t local_elements() const { return element_count(extent); }
   std::size_t local_size() const { return value.extent(0); }
   void zero_grad() const { Kokkos::deep_copy(grad, T(0)); }
 };

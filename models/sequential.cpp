@@ -55,8 +55,48 @@ Sequential<T>::Sequential(std::string_view model, const Shape4& input, const Pro
     : entries_(parse_spec(resolve_model(model, input))), shapes_{input}, grids_{&grid} {
   check_bare_word(model, entries_, registry);
   build(registry, seed);
+  lay_out();
   allocate();
   place();
+}
+
+// The layers are built as usual but under ParameterPlanning, so their parameters record
+// their shapes and allocate nothing; no activation is allocated.
+template <class T>
+Sequential<T>::Sequential(PlanOnly, std::string_view model, const Shape4& input, const ProcessGrid& grid,
+                          const LayerRegistry& registry)
+    : entries_(parse_spec(resolve_model(model, input))), shapes_{input}, grids_{&grid} {
+  check_bare_word(model, entries_, registry);
+  const layers::ParameterPlanning planning;
+  build(registry, 0);
+  lay_out();
+  place();
+}
+
+template <class T>
+MemoryPlan Sequential<T>::memory_plan(std::string_view model, const Shape4& input, const ProcessGrid& grid,
+                                      const LayerRegistry& registry) {
+  Sequential planned(PlanOnly{}, model, input, grid, registry);
+  MemoryPlan plan;
+  for (const auto& [index, p] : planned.params()) {
+    std::string extent;
+    for (const std::int64_t d : p->extent) {
+      if (!extent.empty()) extent += 'x';
+      extent += std::to_string(d);
+    }
+    plan.add(planned.where(static_cast<std::size_t>(index)) + " " + p->name + " and its gradient", extent,
+             2 * static_cast<std::int64_t>(p->local_elements() * sizeof(T)), MemoryUse::parameters);
+  }
+  for (std::size_t i = 0; i < planned.shapes_.size(); ++i) {
+    const ProcessGrid& g = *planned.grids_[i];
+    const Box window = Distribution(planned.shapes_[i], g.dims()).owned_box(g.rank()).grow(planned.halos_[i].below,
+                                                                                            planned.halos_[i].above);
+    const std::string what = i == 0 ? "the input" : "the output of " + planned.where(i - 1);
+    const bool halo = !(planned.halos_[i] == HaloWidths{});
+    plan.add(what + " and its gradient" + (halo ? " (with halo)" : ""), shape_text(window.shape()),
+             2 * window.size() * static_cast<std::int64_t>(sizeof(T)), MemoryUse::activations);
+  }
+  return plan;
 }
 
 template <class T>
@@ -92,7 +132,7 @@ void Sequential<T>::build(const LayerRegistry& registry, std::uint64_t seed) {
 }
 
 template <class T>
-void Sequential<T>::allocate() {
+void Sequential<T>::lay_out() {
   const std::size_t count = layers_.size();
   auto grid_text = [&](std::size_t i) {
     const GridDims& d = grids_[i]->dims();
@@ -114,14 +154,21 @@ void Sequential<T>::allocate() {
       HaloWidths halo;
       if (i < count && recipes_[i]->input_halo == InputHalo::window)
         halo = layers::input_halo(*layers_[i], shapes_[i], grids_[i]->dims());
-      const std::string name = i == 0 ? "input" : "activation" + std::to_string(i);
-      activations_.emplace_back(*grids_[i], shapes_[i], halo, name);
-      gradients_.emplace_back(*grids_[i], shapes_[i], halo, "d_" + name);
+      halos_.push_back(halo);
     } catch (const std::invalid_argument& e) {
       const std::string what = i < count ? "the input of " + where(i) : "the output of " + where(count - 1);
       throw std::invalid_argument(what + ": " + shape_text(shapes_[i]) + " cannot be distributed on grid " +
                                   grid_text(i) + ": " + e.what());
     }
+  }
+}
+
+template <class T>
+void Sequential<T>::allocate() {
+  for (std::size_t i = 0; i < shapes_.size(); ++i) {
+    const std::string name = i == 0 ? "input" : "activation" + std::to_string(i);
+    activations_.emplace_back(*grids_[i], shapes_[i], halos_[i], name);
+    gradients_.emplace_back(*grids_[i], shapes_[i], halos_[i], "d_" + name);
   }
 }
 
@@ -133,7 +180,8 @@ template <class T>
 void Sequential<T>::place() {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     try {
-      layers_[i]->place(activations_[i + 1].owned_box());
+      const ProcessGrid& out = *grids_[i + 1];
+      layers_[i]->place(Distribution(shapes_[i + 1], out.dims()).owned_box(out.rank()));
       const bool head_replica = grids_[i] != grids_[0] && spatially_split(*grids_[0]);
       if (head_replica && !layers_[i]->params().empty() && recipes_[i]->placement != OutputPlacement::head_grid)
         throw std::invalid_argument(

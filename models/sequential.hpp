@@ -32,6 +32,7 @@
 #include "distarray/process_grid.hpp"
 #include "layers/layer.hpp"
 #include "models/layer_registry.hpp"
+#include "models/memory_plan.hpp"
 #include "models/spec_parser.hpp"
 
 namespace tessera::models {
@@ -59,6 +60,13 @@ class Sequential {
              const LayerRegistry& registry = LayerRegistry::global());
   ~Sequential();
   Sequential(const Sequential&) = delete;
+
+  // What this rank would allocate for the same arguments — every parameter's value and
+  // gradient (its slice of tiled ones) and every activation and activation gradient with
+  // its halo — without allocating any of it. Collective over `grid`; throws as the
+  // constructor does for a model that cannot be built.
+  static MemoryPlan memory_plan(std::string_view model, const Shape4& input, const ProcessGrid& grid,
+                                const LayerRegistry& registry = LayerRegistry::global());
   Sequential& operator=(const Sequential&) = delete;
 
   // The model's input array, allocated with the first layer's halo: a data loader writes
@@ -120,8 +128,12 @@ class Sequential {
   const Shape4& shape(std::size_t activation) const { return shapes_.at(activation); }  // 0: input
 
  private:
+  struct PlanOnly {};
+  Sequential(PlanOnly, std::string_view model, const Shape4& input, const ProcessGrid& grid,
+             const LayerRegistry& registry);
   void build(const LayerRegistry& registry, std::uint64_t seed);
-  void allocate();
+  void lay_out();   // checks every activation's partition and finds its halo (halos_)
+  void allocate();  // every activation and its gradient, with halos_
   void place();
   std::string where(std::size_t i) const;  // "layer 3 (maxpool(k=2))"
 
@@ -131,6 +143,7 @@ class Sequential {
   std::vector<Shape4> shapes_;                                 // [i]: input of layer i; back(): output
   std::vector<const ProcessGrid*> grids_;                      // [i]: grid of activation i
   std::vector<std::unique_ptr<ProcessGrid>> head_grids_;       // owned by the model
+  std::vector<HaloWidths> halos_;                              // [i]: of activation i
   std::vector<layers::Tensor<T>> activations_, gradients_;     // gradients_[i]: d(loss)/d(activation i)
 };
 

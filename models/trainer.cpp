@@ -3,12 +3,14 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <optional>
 #include <sstream>
 
+#include "distarray/node_memory.hpp"
 #include "distarray/process_grid.hpp"
 #include "halo/wait_clock.hpp"
 #include "layers/grad_buckets.hpp"
@@ -18,6 +20,7 @@
 #include "models/auto_grid.hpp"
 #include "models/checkpoint_content.hpp"
 #include "models/input_noise.hpp"
+#include "models/memory_plan.hpp"
 #include "models/metrics_log.hpp"
 #include "models/model_buffers.hpp"
 #include "models/presets.hpp"
@@ -93,15 +96,23 @@ OptimizerSettings scaled(OptimizerSettings s, const TrainerOptions& o) {
   return s;
 }
 
+// What a run allocates per rank and what it may use; filled before the model allocates,
+// so that an allocation that fails later can still be reported with the figures.
+struct MemoryFigures {
+  MemoryPlan plan;
+  std::optional<MemoryBudget> budget;
+};
+
 class Run {
  public:
-  Run(const TrainerOptions& o, MPI_Comm comm, const Line& say)
+  Run(const TrainerOptions& o, MPI_Comm comm, const Line& say, MemoryFigures& memory)
       : o_(o),
         say_(say),
         grid_(comm, grid_dims(o, comm, say)),
         rank0_(grid_.rank() == 0),
         data_(o.data, grid_.comm()),
         spec_(resolve_model(o.model, data_.batch_shape(o.batch))),
+        memory_(check_memory_fits(memory)),
         model_(spec_, data_.batch_shape(o.batch), grid_, o.seed),
         tica_(make_tica(o, model_, grid_)),
         settings_(scaled(o.optimizer, o)),
@@ -401,6 +412,38 @@ class Run {
     return all;
   }
 
+  // Plans what this rank will allocate (model, optimizer state, targets, the data's tile
+  // cache) and refuses a run that does not fit before allocating any of it. The tile cache
+  // only saves reading time: it is dropped when the rest fits without it.
+  MemoryFigures& check_memory_fits(MemoryFigures& memory) {
+    const Shape4 input = data_.batch_shape(o_.batch);
+    memory.plan = Sequential<float>::memory_plan(spec_, input, grid_);
+    const std::int64_t parameter_bytes = memory.plan.total(MemoryUse::parameters) / 2;  // values, not gradients
+    const std::vector<std::string> buffers = make_optimizer(settings_for_plan(), {}, grid_)->buffer_names();
+    if (!buffers.empty())
+      memory.plan.add(o_.optimizer.kind + " state (" + std::to_string(buffers.size()) + " per parameter)", "",
+                      static_cast<std::int64_t>(buffers.size()) * parameter_bytes);
+    if (o_.objective != "tica" && (o_.noise > 0 || data_.supervision() == Supervision::targets)) {
+      const MemoryItem& output = memory.plan.items().back();  // the output and its gradient; no halo
+      memory.plan.add("the targets", output.shape, output.bytes / 2);
+    }
+    if (o_.objective == "tica")
+      memory.plan.add("TICA decoders and their gradients (at most as large as the parameters)", "", 2 * parameter_bytes);
+    const Distribution images(input, grid_.dims());
+    MemoryPlan with_cache = memory.plan;
+    if (const std::int64_t cache = data_.tile_cache_bytes(images); cache > 0)
+      with_cache.add("the data's tile cache", "", cache);
+    memory.budget = memory_budget(grid_.comm(), o_.memory_limit > 0 ? std::optional(o_.memory_limit) : std::nullopt);
+    const std::int64_t room = memory.budget ? memory.budget->bytes : std::numeric_limits<std::int64_t>::max();
+    int cache_fits = with_cache.total() <= room ? 1 : 0;  // every rank must decide alike
+    MPI_Allreduce(MPI_IN_PLACE, &cache_fits, 1, MPI_INT, MPI_MIN, grid_.comm());
+    if (cache_fits) memory.plan = with_cache;
+    else data_.disable_tile_cache();
+    check_memory(memory.plan, memory.budget, grid_.comm());
+    return memory;
+  }
+  OptimizerSettings settings_for_plan() const { return scaled(o_.optimizer, o_); }
+
   std::string non_finite(double loss, std::int64_t step) const {
     std::string text = std::string("loss is ") + (std::isnan(loss) ? "nan" : "inf") + " at step " +
                        std::to_string(step) + "; stopped before updating the weights; ";
@@ -418,7 +461,8 @@ class Run {
         << describe(settings_);
     // Per rank (rank 0's share): what decides whether a model-parallel run fits.
     out << "; per rank: parameters+gradients " << model_.local_parameter_bytes() << " bytes, activations+gradients "
-        << model_.local_activation_bytes() << " bytes";
+        << model_.local_activation_bytes() << " bytes; planned " << format_bytes(memory_.plan.total());
+    if (memory_.budget) out << " of the " << format_bytes(memory_.budget->bytes) << " it may use (" << memory_.budget->source << ")";
     if (tica_) out << "; objective: " << tica_->describe();
     if (o_.verbose) out << "\n" << model_.describe();
     return out.str();
@@ -431,6 +475,7 @@ class Run {
   TrainingSet data_;
   std::optional<TrainingSet> val_;
   std::string spec_;
+  MemoryFigures& memory_;
   Sequential<float> model_;
   std::optional<TicaObjective> tica_;
   OptimizerSettings settings_;
@@ -445,8 +490,15 @@ class Run {
 
 TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& on_rank0_line) {
   check_options(options);
-  Run run(options, comm, on_rank0_line);
-  return run.go();
+  MemoryFigures memory;
+  try {
+    Run run(options, comm, on_rank0_line, memory);
+    return run.go();
+  } catch (const std::exception& e) {
+    const std::optional<std::string> failed = failed_allocation(e);
+    if (!failed) throw;
+    throw OutOfMemory(allocation_failure(*failed, memory.plan, memory.budget));
+  }
 }
 
 }  // namespace tessera::models

@@ -50,11 +50,19 @@ struct TrainerOptions {
   std::string tica_mode = "greedy";   // greedy (stage by stage) or joint
   std::int64_t tica_stage_steps = 0;  // greedy: steps per stage (0: --steps split evenly)
   std::string precision = "fp32";
+  std::int64_t memory_limit = 0;      // bytes a rank may allocate (--memory-limit); 0: detected (node_memory.hpp)
   layers::WindowedConfig halo;        // --overlap, --halo-transport
   bool overlap_allreduce = true;      // reduce gradients in buckets during backward
   WatchdogLimits watchdog;            // floor 0: no watchdog
   bool progress = false;              // rank 0 redraws a progress line on stderr
   bool verbose = false;
+};
+
+// An allocation failed although the memory plan fitted (a library's workspace, memory
+// taken by another process since the check). The message is one line with the figures; it
+// may come from one rank alone, so the caller ends the whole job (MPI_Abort) after saying it.
+struct OutOfMemory : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // Not the input's fault, yet the run cannot go on: a non-finite loss.

@@ -97,13 +97,7 @@ void TrainingSet::read_images(const std::vector<std::int64_t>& rows, const layer
   if (!cache_decided_for_ || !(*cache_decided_for_ == images.distribution())) {
     cache_decided_for_ = images.distribution();
     cache_.reset();
-    std::int64_t largest = 0;  // the largest tile of any rank, so that all decide alike
-    const Distribution& d = images.distribution();
-    for (int r = 0; r < d.ranks(); ++r) {
-      const Box b = d.owned_box(r);
-      largest = std::max(largest, samples_ * b.extent(C) * b.extent(H) * b.extent(W) * std::int64_t{4});
-    }
-    if (largest <= kTileCacheBytes) fill_cache(images);
+    if (tile_cache_bytes(images.distribution()) > 0) fill_cache(images);
   }
   if (cache_) return copy_from_cache(rows, images);
   const std::optional<NonFinite> found = read_samples(*file_, "/images", without_padding(rows), images);
@@ -111,6 +105,20 @@ void TrainingSet::read_images(const std::vector<std::int64_t>& rows, const layer
     scale_owned(images, 1.0f / 255.0f);  // bytes are always finite
   else
     refuse_non_finite(images.grid().comm(), path(), "/images", found);
+}
+
+std::int64_t TrainingSet::tile_cache_bytes(const Distribution& d) const {
+  if (!cache_allowed_) return 0;
+  std::int64_t largest = 0;  // the largest tile of any rank, so that all decide alike
+  for (int r = 0; r < d.ranks(); ++r) {
+    const Box b = d.owned_box(r);
+    largest = std::max(largest, samples_ * b.extent(C) * b.extent(H) * b.extent(W) * std::int64_t{4});
+  }
+  if (largest > kTileCacheBytes) return 0;
+  int rank = 0;
+  MPI_Comm_rank(file_->comm(), &rank);  // the grid's communicator: its ranks index `d`
+  const Box own = d.owned_box(rank);
+  return samples_ * own.extent(C) * own.extent(H) * own.extent(W) * std::int64_t{4};
 }
 
 void TrainingSet::fill_cache(const layers::Tensor<float>& images) const {

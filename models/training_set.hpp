@@ -51,6 +51,12 @@ class TrainingSet {
   // The sample shape alone (an objective that ignores labels and targets: TICA).
   void check_samples(const Shape4& input) const;
 
+  // Bytes of this rank's tile cache for batches distributed as `images` (0: those batches
+  // are read from the file each time); every rank decides alike.
+  std::int64_t tile_cache_bytes(const Distribution& images) const;
+  // Reads every batch from the file (a run whose memory has no room for the cache).
+  void disable_tile_cache() { cache_allowed_ = false; }
+
   // Batch row b of `images` <- sample rows[b] (row -1: sample 0, a padding row); uint8
   // pixels are scaled to [0, 1]. Collective; `images` holds rows.size() samples. A NaN or
   // infinite float pixel throws std::runtime_error on every rank, naming its index; with
@@ -81,6 +87,7 @@ class TrainingSet {
   std::int64_t samples_ = 0;
   std::array<std::int64_t, 3> sample_{};
   bool uint8_pixels_ = false;
+  bool cache_allowed_ = true;
   Supervision supervision_ = Supervision::none;
   Dims target_shape_;
 };

@@ -3,8 +3,10 @@
 //       --grid 1x2x2 --batch 64 --epochs 2 --optimizer adam --lr 1e-3 --save model.h5
 // Options come from the command line and from --config FILE (`name = value` lines, the
 // same names without dashes); the command line wins.
-// Exit status: 0 done; 1 the run failed (data or checkpoint I/O, a non-finite loss);
-// 2 bad configuration (options, grid, model, shapes), found before any training step;
+// Exit status: 0 done; 1 the run failed (data or checkpoint I/O, a non-finite loss, an
+//   allocation that failed although the memory plan fitted);
+// 2 bad configuration (options, grid, model, shapes, a model too large for the memory a rank
+//   may use), found before any training step or allocation;
 // 3 the watchdog ended a rank that waited too long for the others.
 #include <boost/program_options.hpp>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include <string>
 
 #include "data/png_writer.hpp"
+#include "distarray/node_memory.hpp"
 #include "distarray/runtime.hpp"
 #include "models/trainer.hpp"
 #include "train/filter_image.hpp"
@@ -36,6 +39,7 @@ struct AppOptions {
   std::string overlap_allreduce = "on";
   std::string progress = "auto";
   std::string filters_png;
+  std::string memory_limit;
 };
 
 po::options_description describe_options(AppOptions& a) {
@@ -78,6 +82,9 @@ po::options_description describe_options(AppOptions& a) {
       ("tica-stage-steps", po::value(&t.tica_stage_steps)->default_value(t.tica_stage_steps),
        "TICA greedy: steps per stage, the last stage taking the rest (0: --steps split evenly)")
       ("precision", po::value(&t.precision)->default_value(t.precision), "fp32 | bf16")
+      ("memory-limit", po::value(&a.memory_limit),
+       "bytes each rank may allocate, e.g. 6G (default: the node's available memory, or the GPU's free memory, "
+       "shared by its ranks)")
       ("halo-transport", po::value(&t.halo.transport)->default_value(t.halo.transport),
        "auto | mpi | mpi-staged | nccl")
       ("overlap", po::value(&a.overlap)->default_value(a.overlap),
@@ -117,6 +124,7 @@ bool parse(int argc, char** argv, AppOptions& a, const po::options_description& 
     throw std::invalid_argument("--progress must be auto, on or off, got '" + a.progress + "'");
   a.train.progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO) && !a.train.verbose);
   if (a.train.watchdog.floor < 0) throw std::invalid_argument("--watchdog must be 0 (off) or more seconds");
+  if (!a.memory_limit.empty()) a.train.memory_limit = parse_byte_size(a.memory_limit, "--memory-limit");
   if (!a.filters_png.empty() && a.train.save.empty())
     throw std::invalid_argument("--filters-png draws from the saved checkpoint: give --save too");
   return true;
@@ -163,6 +171,13 @@ int main(int argc, char** argv) {
     };
     try {
       return run(runtime, options);
+    } catch (const models::OutOfMemory& e) {
+      // Possibly this rank alone: the others may wait in a collective, so end them all.
+      std::fflush(stdout);
+      std::fprintf(stderr, "tessera-train: error: rank %d: %s\n", runtime.rank(), e.what());
+      std::fflush(stderr);
+      MPI_Abort(runtime.world(), kRunFailed);
+      return kRunFailed;
     } catch (const std::invalid_argument& e) {
       return fail(e, kBadConfiguration);
     } catch (const std::exception& e) {

@@ -78,12 +78,14 @@ class Optimizer {
   // The rate of the latest step (of the first step before any).
   double lr() const { return schedule_.at(steps_ > 0 ? steps_ : 1); }
   const LrSchedule& schedule() const { return schedule_; }
+  // The state it keeps per parameter, each shaped as the parameter's value.
+  const std::vector<std::string>& buffer_names() const { return buffer_names_; }
 
  protected:
   // Allocates, zero-filled, one buffer per name for every parameter.
   Optimizer(std::string kind, std::vector<Parameter<T>*> params, LrSchedule schedule,
             const std::vector<std::string>& buffer_names)
-      : kind_(std::move(kind)), params_(std::move(params)), schedule_(std::move(schedule)) {
+      : kind_(std::move(kind)), params_(std::move(params)), schedule_(std::move(schedule)), buffer_names_(buffer_names) {
     state_.reserve(params_.size());
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const Parameter<T>* p = params_[i];
@@ -111,6 +113,7 @@ class Optimizer {
   std::vector<Parameter<T>*> params_;
   LrSchedule schedule_;
   std::vector<State> state_;
+  std::vector<std::string> buffer_names_;
   std::int64_t steps_ = 0;
 };
 

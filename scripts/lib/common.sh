@@ -18,21 +18,26 @@ patch_set_hash() {
     | sha256sum | cut -c1-16
 }
 
+# The cmake arguments of one variant of Tessera (cpu | cuda | sanitize), one per line.
+variant_args() {
+  case "$1" in
+    cpu) printf '%s\n' "-DKokkos_ROOT=$(kokkos_prefix openmp)" ;;
+    sanitize) printf '%s\n' "-DKokkos_ROOT=$(kokkos_prefix openmp)" -DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
+    cuda) printf '%s\n' -DTESSERA_ENABLE_CUDA=ON "-DKokkos_ROOT=$(kokkos_prefix cuda)" \
+                         "-DCMAKE_CXX_COMPILER=$(kokkos_prefix cuda)/bin/nvcc_wrapper" ;;
+    *) die "unknown build variant '$1'" ;;
+  esac
+}
+
 # Configures and builds one variant of Tessera: cpu | cuda | sanitize.
 #   build_variant <variant> <build dir> [extra cmake arguments...]
 build_variant() {
   local variant="$1" dir="$2"
   shift 2
-  local args=()
-  case "$variant" in
-    cpu) args=(-DKokkos_ROOT="$(kokkos_prefix openmp)") ;;
-    sanitize) args=(-DKokkos_ROOT="$(kokkos_prefix openmp)" -DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-    cuda)
-      export PATH="$PATH:/usr/local/cuda/bin"  # nvcc_wrapper calls nvcc from PATH
-      args=(-DTESSERA_ENABLE_CUDA=ON -DKokkos_ROOT="$(kokkos_prefix cuda)"
-            -DCMAKE_CXX_COMPILER="$(kokkos_prefix cuda)/bin/nvcc_wrapper") ;;
-    *) die "unknown build variant '$variant'" ;;
-  esac
+  local args
+  args=$(variant_args "$variant") || exit 1
+  mapfile -t args <<<"$args"
+  if [[ $variant == cuda ]]; then export PATH="$PATH:/usr/local/cuda/bin"; fi  # nvcc_wrapper calls nvcc from PATH
   mkdir -p "$dir"
   cmake -S "$TESSERA_ROOT" -B "$dir" "${args[@]}" "$@" >"$dir/configure.log" 2>&1 \
     || { cat "$dir/configure.log" >&2; die "configuring the $variant build failed"; }

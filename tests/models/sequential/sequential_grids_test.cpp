@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -259,6 +260,74 @@ TEST(SequentialOnGrids, Le2012ParameterBytesAreSharedOutOverTiles) {
     std::int64_t mine = net.local_parameter_bytes(), all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     EXPECT_EQ(all, dims[0] * 2 * 4 * net.parameter_count());
+  }
+}
+
+// The memory plan, made without allocating, names exactly what the built model allocates
+// on this rank: parameters (tiled slices included) and activations with their halos, on
+// grids with head grids, halos of several widths and tiled weights.
+TEST(SequentialOnGrids, MemoryPlanEqualsWhatTheModelAllocates) {
+  const std::vector<std::pair<std::string, Shape4>> models{
+      {"fashion-cnn", {6, 1, 28, 28}},
+      {"conv(out=3,k=5,pad=2),relu,maxpool(k=3,stride=2),conv(out=4,k=3,pad=1,stride=2),gap,linear(out=5)",
+       {4, 2, 23, 17}},
+      {"le2012(maps=1,stride=1)", {4, 1, 60, 60}}};
+  for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    for (const auto& [spec, shape] : models) {
+      SCOPED_TRACE(format_grid(dims) + " " + spec);
+      const MemoryPlan plan = Sequential<float>::memory_plan(spec, shape, grid);
+      Sequential<float> net(spec, shape, grid, 1);
+      EXPECT_EQ(plan.total(MemoryUse::parameters), net.local_parameter_bytes());
+      EXPECT_EQ(plan.total(MemoryUse::activations), net.local_activation_bytes());
+      EXPECT_EQ(plan.total(), net.local_parameter_bytes() + net.local_activation_bytes());
+    }
+  }
+}
+
+// Planning a model far larger than the machine allocates nothing (it would be killed
+// otherwise), and check_memory refuses it on every rank with the figures and the tensors
+// that take the room.
+TEST(SequentialOnGrids, OversizedModelIsRefusedBeforeAllocating) {
+  const ProcessGrid grid(MPI_COMM_WORLD, {1, 1, tessera::testing::world_size()});
+  const MemoryPlan plan = Sequential<float>::memory_plan("conv(out=400000000,k=3,pad=1),flatten,linear(out=10)",
+                                                         {2, 1, 12, 12}, grid);
+  const MemoryItem& conv_weight = plan.items().front();
+  EXPECT_EQ(conv_weight.what, "layer 0 (conv(out=400000000,k=3,pad=1)) weight and its gradient");
+  EXPECT_EQ(conv_weight.shape, "400000000x1x3x3");
+  EXPECT_EQ(conv_weight.bytes, std::int64_t{400000000} * 9 * 4 * 2);
+  const std::optional<MemoryBudget> budget = memory_budget(MPI_COMM_WORLD, std::nullopt);
+  ASSERT_TRUE(budget.has_value()) << "no MemAvailable on this machine";
+  try {
+    check_memory(plan, budget, MPI_COMM_WORLD);
+    FAIL() << "a plan of " << plan.total() << " bytes passed a budget of " << budget->bytes;
+  } catch (const MemoryExceeded& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 0 needs "), std::string::npos) << what;
+    EXPECT_NE(what.find("ranks on this node"), std::string::npos) << what;
+    EXPECT_NE(what.find("largest: layer 2 (linear(out=10)) weight and its gradient 10x57600000000 (4.19 TiB)"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << "one line";
+  }
+  // A limit given by the user wins over the detected one, both ways.
+  EXPECT_NO_THROW(check_memory(plan, memory_budget(MPI_COMM_WORLD, plan.total()), MPI_COMM_WORLD));
+  EXPECT_THROW(check_memory(plan, memory_budget(MPI_COMM_WORLD, plan.total() - 1), MPI_COMM_WORLD), MemoryExceeded);
+}
+
+// Only the last rank is over its budget: every rank throws, with that rank's figures.
+TEST(SequentialOnGrids, RanksAgreeOnAMemoryRefusal) {
+  const int last = tessera::testing::world_size() - 1;
+  MemoryPlan plan;
+  plan.add("the input", "1x1x1x1", tessera::testing::world_rank() == last ? 2048 : 512);
+  const std::optional<MemoryBudget> budget = MemoryBudget{1024, "a test budget"};
+  try {
+    check_memory(plan, budget, MPI_COMM_WORLD);
+    FAIL() << "no rank refused";
+  } catch (const MemoryExceeded& e) {
+    EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(last) + " needs 2.00 KiB but may use 1.00 KiB"),
+              std::string::npos)
+        << e.what();
   }
 }
 
