@@ -51,12 +51,13 @@ function(tessera_add_mpi_test name)
   endforeach()
 endfunction()
 
-# tessera_add_failure_test(<name> EXPECT <regex> COMMAND <command...> [LABELS ...])
-# Passes when the command exits non-zero and prints something matching EXPECT.
+# tessera_add_failure_test(<name> EXPECT <regex> COMMAND <command...> [EXIT_CODE <n>] [LABELS ...])
+# Passes when the command exits non-zero (EXIT_CODE exactly, when given) and prints
+# something matching EXPECT.
 function(tessera_add_failure_test name)
-  cmake_parse_arguments(arg "" "EXPECT" "COMMAND;LABELS" ${ARGN})
+  cmake_parse_arguments(arg "" "EXPECT;EXIT_CODE" "COMMAND;LABELS" ${ARGN})
   add_test(NAME ${name}
-           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${arg_COMMAND}" "-DEXPECT=${arg_EXPECT}"
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${arg_COMMAND}" "-DEXPECT=${arg_EXPECT}" "-DEXIT_CODE=${arg_EXIT_CODE}"
                    -P ${PROJECT_SOURCE_DIR}/cmake/TesseraExpectFailure.cmake)
   _tessera_test_properties(${name} "${arg_LABELS}")
 endfunction()

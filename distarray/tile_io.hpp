@@ -5,13 +5,17 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "distarray/dist_array.hpp"
+#include "distarray/finite_check.hpp"
 #include "distarray/hdf5_file.hpp"
 
 namespace tessera {
@@ -42,6 +46,33 @@ HostTile<T> host_tile(const Box& owned) {
   return HostTile<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::tile_io"), s[0], s[1], s[2], s[3]);
 }
 
+// Copies `tile` into `owned` (the owned part of a host window, same extents) and returns
+// the position in `tile` of its first non-finite value, tile.size() when none (or when T
+// cannot hold one): the check rides on a copy the reader makes anyway.
+template <class T, class Owned>
+std::size_t copy_checking_finite(const HostTile<T>& tile, const Owned& owned) {
+  const std::size_t none = tile.size(), width = tile.extent(3);
+  if constexpr (!std::is_floating_point_v<T>) {
+    Kokkos::deep_copy(owned, tile);
+    return none;
+  } else {
+    if (none == 0) return none;
+    const std::int64_t rows = static_cast<std::int64_t>(none / width);
+    const std::int64_t channels = static_cast<std::int64_t>(tile.extent(1)), height = static_cast<std::int64_t>(tile.extent(2));
+    std::size_t first = none;
+    Kokkos::parallel_reduce(
+        "tessera::copy_checking_finite", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, rows),
+        [&](std::int64_t row, std::size_t& found) {
+          const std::int64_t h = row % height, c = row / height % channels, n = row / height / channels;
+          const std::size_t at = static_cast<std::size_t>(row) * width;
+          const std::size_t hit = tessera::copy_checking_finite(tile.data() + at, &owned(n, c, h, 0), width);
+          if (hit < width && at + hit < found) found = at + hit;
+        },
+        Kokkos::Min<std::size_t>(first));
+    return std::min(first, none);  // the reduction starts from the largest size_t
+  }
+}
+
 inline void check_sample_shape(const Hdf5File& file, const std::string& name, const Shape4& global) {
   const Dims dims = file.shape(name);
   if (dims.size() != 4 || dims[1] != global[C] || dims[2] != global[H] || dims[3] != global[W])
@@ -54,9 +85,11 @@ inline void check_sample_shape(const Hdf5File& file, const std::string& name, co
 
 // Reads sample rows[b] of dataset `name` (N x C x H x W, any stored element type that
 // converts to T) into batch row b of `into`, whose global shape is rows.size() x C x H x W.
-// Collective over the array's grid; every rank passes the same `rows`.
+// Collective over the array's grid; every rank passes the same `rows`. Returns the first
+// non-finite value of this rank's tile (floating-point T), found while the tile is in
+// cache, so a caller that refuses bad data needs no second pass.
 template <class T, class MemorySpace>
-void read_samples(const Hdf5File& file, const std::string& name, const std::vector<std::int64_t>& rows,
+std::optional<NonFinite> read_samples(const Hdf5File& file, const std::string& name, const std::vector<std::int64_t>& rows,
                   const DistArray<T, MemorySpace>& into) {
   const Shape4 global = into.distribution().global_shape();
   if (static_cast<std::int64_t>(rows.size()) != global[N])
@@ -66,23 +99,26 @@ void read_samples(const Hdf5File& file, const std::string& name, const std::vect
   const Box owned = into.owned_box();
   const std::vector<std::int64_t> mine(rows.begin() + owned.lo[N], rows.begin() + owned.hi[N]);
   auto tile = detail::host_tile<T>(owned);
-  file.read_rows(name, mine, {0, owned.lo[C], owned.lo[H], owned.lo[W]},
-                 {1, owned.extent(C), owned.extent(H), owned.extent(W)}, tile.data());
+  const Dims offset{0, owned.lo[C], owned.lo[H], owned.lo[W]};
+  file.read_rows(name, mine, offset, {1, owned.extent(C), owned.extent(H), owned.extent(W)}, tile.data());
   auto window = detail::host_window(into);
-  Kokkos::deep_copy(detail::owned_part(window, owned, into.window_box()), tile);
+  const std::size_t bad = detail::copy_checking_finite(tile, detail::owned_part(window, owned, into.window_box()));
   Kokkos::deep_copy(into.window(), window);
+  if (bad == tile.size()) return std::nullopt;
+  const Dims extent{owned.extent(N), owned.extent(C), owned.extent(H), owned.extent(W)};
+  return NonFinite{block_element_index(bad, offset, extent, mine), static_cast<double>(tile.data()[bad])};
 }
 
-// Reads the whole dataset into `into` (same global shape).
+// Reads the whole dataset into `into` (same global shape); returns as read_samples.
 template <class T, class MemorySpace>
-void read_array(const Hdf5File& file, const std::string& name, const DistArray<T, MemorySpace>& into) {
+std::optional<NonFinite> read_array(const Hdf5File& file, const std::string& name, const DistArray<T, MemorySpace>& into) {
   std::vector<std::int64_t> rows(static_cast<std::size_t>(into.distribution().global_shape()[N]));
   std::iota(rows.begin(), rows.end(), 0);
   const Dims dims = file.shape(name);
   if (dims.size() == 4 && dims[0] != static_cast<std::int64_t>(rows.size()))
     throw std::invalid_argument("data '" + name + "' has " + std::to_string(dims[0]) +
                                 " samples, the array " + std::to_string(rows.size()));
-  read_samples(file, name, rows, into);
+  return read_samples(file, name, rows, into);
 }
 
 // Writes every rank's owned tile of `from` into dataset `name` (created with the global

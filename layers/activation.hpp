@@ -2,7 +2,7 @@
 // Activation<T, Fn>: a pointwise layer (relu, leakyrelu, sigmoid, tanh; the functions are
 // in layers/activation_functions.hpp). Its window is the output box itself, so Windowed
 // takes the local path: no halo, no exchange, forward or backward. One forward and one
-// backward kernel serve every function; x is kept for backward (dx = f'(x) * dy).
+// backward kernel serve every function; x is kept for backward (dx = f.gradient(x, dy)).
 
 #include <Kokkos_Core.hpp>
 
@@ -40,7 +40,7 @@ struct Backward {
   Grad dy;
   Out dx;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    dx(n, c, h, w) = f.derivative(x(n, c, h, w)) * dy(n, c, h, w);
+    dx(n, c, h, w) = f.gradient(x(n, c, h, w), dy(n, c, h, w));
   }
 };
 

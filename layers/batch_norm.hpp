@@ -16,7 +16,6 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -30,6 +29,7 @@
 #include "layers/batch_norm_options.hpp"
 #include "layers/batch_norm_stats.hpp"
 #include "layers/layer.hpp"
+#include "layers/nan_aware.hpp"
 #include "layers/parameter.hpp"
 #include "layers/windowed.hpp"
 
@@ -207,7 +207,8 @@ class BatchNorm2d final : public Layer<T> {
     const double unbias = count_ > 1 ? count_ / (count_ - 1) : 1.0;
     for (std::size_t c = 0; c < channels; ++c) {
       const double mean = sums(c) / count_;
-      const double var = std::max(0.0, sums(channels + c) / count_ - mean * mean);
+      // clamp_min, not std::max: a NaN variance must stay NaN (in the running statistics too)
+      const double var = nan_aware::clamp_min(sums(channels + c) / count_ - mean * mean, 0.0);
       batch_mean_[c] = mean, batch_var_[c] = var;
       running_mean_[c] = (1 - options_.momentum) * running_mean_[c] + options_.momentum * mean;
       running_var_[c] = (1 - options_.momentum) * running_var_[c] + options_.momentum * var * unbias;

@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "layers/nan_aware.hpp"
+
 namespace tessera::layers::lcn {
 
 using Int = std::int64_t;
@@ -71,11 +73,12 @@ struct Stencil {
 };
 
 // Which term is the divisor max(mu, sigma, floor): sigma when strictly largest, else mu when
-// above the floor, else the floor (a constant: no gradient flows through it).
+// above the floor, else the floor (a constant: no gradient flows through it). A NaN sigma or
+// mu wins, as in torch.maximum: the floor must not turn a NaN input into finite outputs.
 enum class Winner { sigma, mean, floor };
 KOKKOS_INLINE_FUNCTION Winner winner(Acc mu, Acc sigma, Acc floor) {
-  if (sigma > mu && sigma > floor) return Winner::sigma;
-  return mu > floor ? Winner::mean : Winner::floor;
+  if (nan_aware::is_nan(sigma) || (sigma > mu && sigma > floor)) return Winner::sigma;
+  return nan_aware::beats(mu, floor) ? Winner::mean : Winner::floor;
 }
 KOKKOS_INLINE_FUNCTION Acc divisor(Acc mu, Acc sigma, Acc floor) {
   const Winner w = winner(mu, sigma, floor);
@@ -199,12 +202,12 @@ void divisor_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& si
 
 // grad(n, h, w) <- d(loss)/d(sigma^2) / norm(h, w), from d(loss)/d(sigma) = grad + dmu(n) *
 // factor (factor = 1/(H*W): every sigma of the image enters mu alike). 0 where sigma = 0
-// (sqrt has no derivative there; such a cell's window is flat).
+// (sqrt has no derivative there; such a cell's window is flat); a NaN sigma stays NaN.
 inline void sigma_gradient(const At<Plane>& sigma, const At<Plane>& grad, const Samples& dmu, const Stencil& st,
                            const Region& owned, Int samples, Acc factor) {
   for_region("tessera::lcn::sigma_gradient", samples, owned, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
     const Acc s = sigma(n, h, w);
-    grad(n, h, w) = s > 0 ? (grad(n, h, w) + dmu(n) * factor) / (2 * s) / st.norm(h, w) : 0.0;
+    grad(n, h, w) = s == 0 ? 0.0 : (grad(n, h, w) + dmu(n) * factor) / (2 * s) / st.norm(h, w);
   });
 }
 

@@ -2,12 +2,17 @@
 // The Kokkos kernels of Pool2d, written once for every backend and every pooling kind.
 //
 // A kind is a small policy with two device functions over one window (PoolWindow):
-//   value(w)          the pooled output of the window,
-//   share(w, i, j)    d(value)/d(tap (i, j)): how much of the output gradient tap (i, j) gets.
+//   value(w)               the pooled output of the window,
+//   gradient(w, i, j, dy)  the part of the output gradient dy that tap (i, j) gets.
 // Forward runs value() per output cell. Backward is a gather, not a scatter: each cell of
-// the input window sums share() * dy over the outputs whose window covers it, so no two
+// the input window sums gradient() over the outputs whose window covers it, so no two
 // threads write one cell (no atomics, and the result does not depend on thread order).
-// share() recomputes what it needs (the argmax, the L2 norm) from x instead of storing it.
+// gradient() recomputes what it needs (the argmax, the L2 norm) from x instead of storing
+// it, and selects rather than multiplies by 0, so a NaN dy reaches only the taps PyTorch's
+// backward writes to.
+//
+// NaN and infinities behave as in PyTorch: avg and L2 pooling propagate them by arithmetic,
+// max pooling treats NaN as the largest value (the last NaN of the window wins).
 //
 // Taps outside the global image are skipped by every kind: the window's boundary cells
 // hold the halo's zero fill, and max pooling must treat padding as -infinity, not 0.
@@ -18,6 +23,7 @@
 
 #include "distarray/box.hpp"
 #include "layers/cell_loop.hpp"
+#include "layers/nan_aware.hpp"
 #include "layers/pool2d_options.hpp"
 
 namespace tessera::layers::pool_kernels {
@@ -44,13 +50,16 @@ struct PoolWindow {
 };
 
 struct MaxPolicy {
-  // The first tap (row-major) holding the window's maximum: PyTorch's tie rule.
+  // PyTorch's max_pool2d rule: start from the first tap inside the image (row-major), move
+  // to a tap that is larger or NaN. So ties keep the first tap, a NaN wins (the last NaN if
+  // several) and a window of -inf keeps its first tap.
   template <class W>
   KOKKOS_INLINE_FUNCTION static void argmax(const W& w, Int& bi, Int& bj) {
     bi = -1, bj = -1;
+    decltype(w.at(0, 0) + 0) best = 0;
     for (Int i = 0; i < w.t.kh; ++i)
       for (Int j = 0; j < w.t.kw; ++j)
-        if (w.inside(i, j) && (bi < 0 || w.at(i, j) > w.at(bi, bj))) bi = i, bj = j;
+        if (w.inside(i, j) && (bi < 0 || nan_aware::beats(w.at(i, j), best))) bi = i, bj = j, best = w.at(i, j);
   }
   template <class W>
   KOKKOS_INLINE_FUNCTION auto value(const W& w) const {
@@ -59,10 +68,10 @@ struct MaxPolicy {
     return w.at(i, j);  // every window has a tap inside the image (Pool2d::output_shape)
   }
   template <class W>
-  KOKKOS_INLINE_FUNCTION double share(const W& w, Int i, Int j) const {
+  KOKKOS_INLINE_FUNCTION double gradient(const W& w, Int i, Int j, double dy) const {
     Int bi, bj;
     argmax(w, bi, bj);
-    return bi == i && bj == j ? 1.0 : 0.0;
+    return bi == i && bj == j ? dy : 0.0;
   }
 };
 
@@ -89,8 +98,8 @@ struct AveragePolicy {
     return sum / static_cast<decltype(sum)>(divisor(w));
   }
   template <class W>
-  KOKKOS_INLINE_FUNCTION double share(const W& w, Int i, Int j) const {
-    return w.inside(i, j) ? 1.0 / divisor(w) : 0.0;
+  KOKKOS_INLINE_FUNCTION double gradient(const W& w, Int i, Int j, double dy) const {
+    return w.inside(i, j) ? dy / divisor(w) : 0.0;
   }
 };
 
@@ -105,8 +114,8 @@ struct L2Policy {
     return Kokkos::Experimental::sqrt(sum);
   }
   template <class W>
-  KOKKOS_INLINE_FUNCTION double share(const W& w, Int i, Int j) const {
-    return w.inside(i, j) ? double(w.at(i, j)) / double(value(w)) : 0.0;
+  KOKKOS_INLINE_FUNCTION double gradient(const W& w, Int i, Int j, double dy) const {
+    return w.inside(i, j) ? dy * double(w.at(i, j)) / double(value(w)) : 0.0;
   }
 };
 
@@ -152,7 +161,7 @@ struct Backward {
         if (col < 0 || col % t.sw != 0 || col / t.sw >= out_w) continue;
         const Int ow = col / t.sw;
         const PoolWindow<In> w{x, t, n, c, row, col, at.window_h + row, at.window_w + col, at.image_h, at.image_w};
-        sum += double(dy(n, c, oh, ow)) * policy.share(w, i, j);
+        sum += policy.gradient(w, i, j, double(dy(n, c, oh, ow)));
       }
     }
     dx(n, c, ih, iw) = static_cast<typename Out::value_type>(sum);

@@ -2,7 +2,9 @@
 // reading any value; then each rank reads the block its slots name.
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 
+#include "distarray/finite_check.hpp"
 #include "models/checkpoint.hpp"
 #include "models/checkpoint_layout.hpp"
 #include "models/checkpoint_slots.hpp"
@@ -95,9 +97,13 @@ std::string optimizer_problem(const std::string& path, const std::string& stored
          ", this run's optimizer is '" + expected + "'";
 }
 
+// Reads this rank's block of a slot; refuses (throws) a NaN or infinite value in it, found
+// in the host copy the read has just filled.
 void read_tensor(const Hdf5File& file, const TensorSlot& slot) {
   const auto host = Kokkos::create_mirror_view(slot.values);
   file.read_block<float>(slot.dataset, slot.offset, slot.extent, host.data());
+  if (const auto found = find_non_finite(host.data(), slot.offset, slot.extent))
+    throw std::runtime_error(non_finite_message("checkpoint " + quoted(file.path()), slot.dataset, *found));
   Kokkos::deep_copy(slot.values, host);
 }
 

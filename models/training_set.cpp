@@ -1,10 +1,13 @@
 #include "models/training_set.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
+#include "distarray/finite_check.hpp"
 #include "distarray/tile_io.hpp"
 #include "layers/scratch.hpp"
+#include "models/rank_agreement.hpp"
 
 namespace tessera::models {
 namespace {
@@ -24,6 +27,13 @@ void scale_owned(const layers::Tensor<float>& array, float factor) {
       Policy({0, 0, 0, 0}, {static_cast<std::int64_t>(owned.extent(0)), static_cast<std::int64_t>(owned.extent(1)),
                             static_cast<std::int64_t>(owned.extent(2)), static_cast<std::int64_t>(owned.extent(3))}),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { owned(n, c, h, w) *= factor; });
+}
+
+// Throws on every rank of `comm` when any rank read a non-finite value: the lowest such
+// rank's one-line message, so the app prints it once.
+void refuse_non_finite(MPI_Comm comm, const std::string& path, const char* dataset,
+                       const std::optional<NonFinite>& found) {
+  throw_if_any(comm, found ? non_finite_message("data file '" + path + "'", dataset, *found) : "");
 }
 
 std::string shape_text(const Shape4& s) {
@@ -91,8 +101,11 @@ void TrainingSet::read_images(const std::vector<std::int64_t>& rows, const layer
     if (tile_cache_bytes(images.distribution()) > 0) fill_cache(images);
   }
   if (cache_) return copy_from_cache(rows, images);
-  read_samples(*file_, "/images", without_padding(rows), images);
-  if (uint8_pixels_) scale_owned(images, 1.0f / 255.0f);
+  const std::optional<NonFinite> found = read_samples(*file_, "/images", without_padding(rows), images);
+  if (uint8_pixels_)
+    scale_owned(images, 1.0f / 255.0f);  // bytes are always finite
+  else
+    refuse_non_finite(images.grid().comm(), path(), "/images", found);
 }
 
 std::int64_t TrainingSet::tile_cache_bytes(const Distribution& d) const {
@@ -118,22 +131,44 @@ void TrainingSet::fill_cache(const layers::Tensor<float>& images) const {
                     {samples_, cache.box.extent(C), cache.box.extent(H), cache.box.extent(W)}, cache.values.data());
   if (uint8_pixels_)
     for (float& v : cache.values) v *= 1.0f / 255.0f;
+  // Bytes are always finite; float samples are checked as they are first copied out.
+  cache.checked.assign(static_cast<std::size_t>(samples_), uint8_pixels_);
   cache_ = std::move(cache);
 }
 
+// Every sample is checked for non-finite values once, in the copy that first takes it into a
+// batch: HDF5 fills the cache without a pass of ours to ride on, and a separate pass over it
+// would cost several percent of an epoch, while the checking copy costs no more than a plain
+// one. Each rank checks its tile of the rows it owns; `checked` is the same on every rank
+// (it follows the batch's rows, which every rank knows), so all agree alike.
 void TrainingSet::copy_from_cache(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const {
   const Box owned = images.owned_box();
   const auto& tile = layers::sized(staging_.tile, "tessera::tile_io", owned.extent(N), owned.extent(C),
                                    owned.extent(H), owned.extent(W));
   const auto sample_size = static_cast<std::size_t>(owned.extent(C) * owned.extent(H) * owned.extent(W));
+  const Dims sample_extent{1, owned.extent(C), owned.extent(H), owned.extent(W)};
+  std::optional<NonFinite> found;
   for (std::int64_t n = owned.lo[N]; n < owned.hi[N]; ++n) {
     const std::int64_t row = std::max<std::int64_t>(rows[static_cast<std::size_t>(n)], 0);
-    std::copy_n(cache_->values.data() + static_cast<std::size_t>(row) * sample_size, sample_size,
-                tile.data() + static_cast<std::size_t>(n - owned.lo[N]) * sample_size);
+    const float* from = cache_->values.data() + static_cast<std::size_t>(row) * sample_size;
+    float* to = tile.data() + static_cast<std::size_t>(n - owned.lo[N]) * sample_size;
+    if (cache_->checked[static_cast<std::size_t>(row)]) {
+      std::copy_n(from, sample_size, to);
+    } else if (const std::size_t bad = copy_checking_finite(from, to, sample_size); bad < sample_size && !found) {
+      found = NonFinite{block_element_index(bad, {row, owned.lo[C], owned.lo[H], owned.lo[W]}, sample_extent),
+                        static_cast<double>(from[bad])};
+    }
   }
   const auto& window = host_window(images);
   Kokkos::deep_copy(tessera::detail::owned_part(window, owned, images.window_box()), tile);
   Kokkos::deep_copy(images.window(), window);
+  bool unchecked = false;
+  for (std::int64_t r : rows) {
+    const auto at = static_cast<std::size_t>(std::max<std::int64_t>(r, 0));
+    unchecked = unchecked || !cache_->checked[at];
+    cache_->checked[at] = 1;
+  }
+  if (unchecked) refuse_non_finite(images.grid().comm(), path(), "/images", found);
 }
 
 const layers::Tensor<float>::View::HostMirror& TrainingSet::host_window(const layers::Tensor<float>& images) const {
@@ -163,7 +198,7 @@ TrainingSet::LabelView TrainingSet::read_labels(const std::vector<std::int64_t>&
 }
 
 void TrainingSet::read_targets(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& into) const {
-  read_samples(*file_, "/targets", without_padding(rows), into);
+  refuse_non_finite(into.grid().comm(), path(), "/targets", read_samples(*file_, "/targets", without_padding(rows), into));
 }
 
 }  // namespace tessera::models

@@ -58,20 +58,25 @@ class TrainingSet {
   void disable_tile_cache() { cache_allowed_ = false; }
 
   // Batch row b of `images` <- sample rows[b] (row -1: sample 0, a padding row); uint8
-  // pixels are scaled to [0, 1]. Collective; `images` holds rows.size() samples.
+  // pixels are scaled to [0, 1]. Collective; `images` holds rows.size() samples. A NaN or
+  // infinite float pixel throws std::runtime_error on every rank, naming its index; with
+  // the tile cache each sample is checked once, in the first batch that holds it.
   void read_images(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const;
   // The labels of the samples of `logits`' owned rows, shaped (n, 1, 1) for its owned box;
   // a padding row's label is layers::kIgnoreLabel (it counts for nothing). Collective.
   // The view is the set's own, reused (overwritten) by the next call: no allocation per batch.
   LabelView read_labels(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& logits) const;
-  // Targets for `into`'s owned cells (padding rows read sample 0). Collective.
+  // Targets for `into`'s owned cells (padding rows read sample 0). Collective; refuses
+  // non-finite targets as read_images refuses pixels.
   void read_targets(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& into) const;
 
  private:
-  // This rank's tile (all samples; the C, H, W ranges of `box`) as float, pixels scaled.
+  // This rank's tile (all samples; the C, H, W ranges of `box`) as float, pixels scaled,
+  // and which samples have been checked for non-finite values (the same on every rank).
   struct TileCache {
     Box box;
     std::vector<float> values;
+    std::vector<std::uint8_t> checked;
   };
   void fill_cache(const layers::Tensor<float>& images) const;
   void copy_from_cache(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& images) const;

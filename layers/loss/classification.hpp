@@ -11,6 +11,7 @@
 #include "layers/loss/device_math.hpp"
 #include "layers/loss/grid_sum.hpp"
 #include "layers/loss/loss_inputs.hpp"
+#include "layers/nan_aware.hpp"
 
 namespace tessera::layers {
 
@@ -65,9 +66,9 @@ ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const Owned
         const std::int64_t label = labels(n, h, w);
         // Subtracting the maximum keeps exp() from overflowing: log-sum-exp is exact for any shift.
         T top = x(n, 0, h, w);
-        std::int64_t best = 0;  // first maximum, as torch.argmax
+        std::int64_t best = 0;  // first maximum, as torch.argmax; a NaN is the maximum
         for (std::int64_t k = 1; k < classes; ++k)
-          if (x(n, k, h, w) > top) top = x(n, k, h, w), best = k;
+          if (!nan_aware::is_nan(top) && nan_aware::beats(x(n, k, h, w), top)) top = x(n, k, h, w), best = k;
         T total = 0;
         for (std::int64_t k = 0; k < classes; ++k) total += device_math::exp(x(n, k, h, w) - top);
         if (label < 0 || label >= classes) {

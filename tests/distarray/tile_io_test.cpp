@@ -4,11 +4,15 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <fstream>
 #include <numeric>
 #include <string>
 
+#include "distarray/finite_check.hpp"
 #include "distarray/hdf5_file.hpp"
 #include "distarray/tile_io.hpp"
 #include "tests/support/error_message.hpp"
@@ -141,6 +145,65 @@ TEST(TileIo, ReadsAShuffledBatchConvertingUint8ToFloat) {
                    static_cast<float>((batch[static_cast<std::size_t>(n)] * 7 + h + w) % 256);
     EXPECT_EQ(wrong, 0) << format_grid(dims);
   }
+}
+
+// A non-finite value read is reported by its index in the file (a shuffled batch row maps
+// back to its sample) by the rank whose tile holds it, and still copied into the array.
+TEST(TileIo, ReadSamplesReportsTheFirstNonFiniteValueByItsFileIndex) {
+  TempFile file;
+  std::vector<float> all(static_cast<std::size_t>(6 * 4 * 5), 0.5f);
+  all[(4 * 4 + 2) * 5 + 3] = std::numeric_limits<float>::quiet_NaN();  // [4,0,2,3]
+  all[(5 * 4 + 0) * 5 + 0] = -std::numeric_limits<float>::infinity();  // [5,0,0,0]
+  {
+    Hdf5File out(file.path(), Hdf5File::Mode::create, MPI_COMM_WORLD);
+    const std::int64_t mine = world_rank() == 0 ? 6 : 0;
+    out.write_block<float>("/images", {6, 1, 4, 5}, {0, 0, 0, 0}, {mine, 1, 4, 5}, all.data());
+    out.close();
+  }
+  const std::vector<std::int64_t> batch{4, 0, 5, 2};
+  for (const GridDims& dims : all_grids(testing::world_size())) {
+    if (dims[0] > 4 || dims[1] > 4 || dims[2] > 5) continue;
+    ProcessGrid grid(MPI_COMM_WORLD, dims);
+    DistArray<float> images(grid, {4, 1, 4, 5}, HaloWidths::symmetric_hw(1, 1));
+    Hdf5File in(file.path(), Hdf5File::Mode::read, MPI_COMM_WORLD);
+    const std::optional<NonFinite> found = read_samples(in, "/images", batch, images);
+    // The first non-finite cell of this rank's tile in (n, c, h, w) order, as the file indexes it.
+    std::optional<Dims> want;
+    const Box o = images.owned_box();
+    for (auto n = o.lo[N]; n < o.hi[N] && !want; ++n)
+      for (auto h = o.lo[H]; h < o.hi[H] && !want; ++h)
+        for (auto w = o.lo[W]; w < o.hi[W] && !want; ++w) {
+          const std::int64_t sample = batch[static_cast<std::size_t>(n)];
+          if (!std::isfinite(all[static_cast<std::size_t>((sample * 4 + h) * 5 + w)])) want = Dims{sample, 0, h, w};
+        }
+    ASSERT_EQ(found.has_value(), want.has_value()) << format_grid(dims);
+    if (found) EXPECT_EQ(found->index, *want) << format_grid(dims);
+    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), images.owned());
+    for (auto h = o.lo[H]; h < o.hi[H] && o.lo[N] <= 2 && o.hi[N] > 2; ++h)
+      for (auto w = o.lo[W]; w < o.hi[W]; ++w)  // batch row 2 is sample 5: -inf at (0, 0), copied like any value
+        EXPECT_EQ(host(2 - o.lo[N], 0, h - o.lo[H], w - o.lo[W]), h == 0 && w == 0 ? -INFINITY : 0.5f);
+  }
+}
+
+// The scan across its chunks, the copy that checks (and still copies everything), and the
+// one-line message.
+TEST(FiniteCheck, FindsTheFirstNonFiniteValueAnywhere) {
+  std::vector<float> values(10000, 1.0f), copy(values.size(), 0.0f);
+  EXPECT_EQ(first_non_finite(values.data(), values.size()), values.size());
+  values[9000] = std::numeric_limits<float>::quiet_NaN();
+  values[4097] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(first_non_finite(values.data(), values.size()), 4097u);
+  EXPECT_EQ(copy_checking_finite(values.data(), copy.data(), values.size()), 4097u);
+  EXPECT_TRUE(std::isnan(copy[9000]));
+  EXPECT_EQ(copy[9999], 1.0f);
+  std::vector<double> doubles(5, std::numeric_limits<double>::max());
+  EXPECT_EQ(first_non_finite(doubles.data(), doubles.size()), 5u);
+  doubles[3] = -std::numeric_limits<double>::infinity();
+  EXPECT_EQ(first_non_finite(doubles.data(), doubles.size()), 3u);
+  const std::optional<NonFinite> found = find_non_finite(doubles.data(), {2, 10}, {1, 5});
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(non_finite_message("checkpoint 'c.h5'", "/params/0/weight", *found),
+            "checkpoint 'c.h5': /params/0/weight[2,13] is -inf (non-finite values are refused)");
 }
 
 TEST(TileIo, RowsMayRepeatAndComeInAnyOrder) {

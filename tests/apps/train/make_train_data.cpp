@@ -8,7 +8,12 @@
 //   nolabels.h5     /images only
 //   rgb10.h5        16 samples 3x10x10 with labels: the wrong shape for train.h5's model
 //   not-hdf5.h5     text
+//   nan-images.h5   targets.h5's kind with /images[7,0,9,10] = NaN
+//   inf-targets.h5  targets.h5's kind with /targets[5,0,9,4] = +inf
+//                   (row 9: the second rank's tile on grid 1x2x1)
 // train_make_data truncate SRC DST BYTES: DST = the first BYTES bytes of SRC.
+// train_make_data poison SRC DST DATASET I,J,... VALUE: DST = SRC with one element of
+// DATASET (float32) set to VALUE (nan, inf, -inf or a number): a checkpoint with a NaN weight.
 #include <mpi.h>
 
 #include <cstdint>
@@ -17,7 +22,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -78,6 +86,36 @@ void truncate_copy(const std::string& from, const std::string& to, std::size_t b
   std::ofstream(to, std::ios::binary).write(data.data(), static_cast<std::streamsize>(bytes));
 }
 
+// Sets element `index` of float32 dataset `dataset` in the existing file `path` to `value`.
+void poison(const std::string& path, const std::string& dataset, const Dims& index, float value) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t set = file < 0 ? -1 : H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
+  const hid_t space = set < 0 ? -1 : H5Dget_space(set);
+  const std::vector<hsize_t> at(index.begin(), index.end()), one(index.size(), 1);
+  const hid_t memory = H5Screate_simple(1, one.data(), nullptr);
+  const bool ok = space >= 0 &&
+                  H5Sselect_hyperslab(space, H5S_SELECT_SET, at.data(), nullptr, one.data(), nullptr) >= 0 &&
+                  H5Dwrite(set, H5T_NATIVE_FLOAT, memory, space, H5P_DEFAULT, &value) >= 0;
+  H5Sclose(memory);
+  if (space >= 0) H5Sclose(space);
+  if (set >= 0) H5Dclose(set);
+  if (file >= 0) H5Fclose(file);
+  if (!ok) throw std::runtime_error("cannot set " + dataset + tessera::dims_text(index) + " in '" + path + "'");
+}
+
+Dims parse_index(const std::string& text) {
+  Dims index;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) index.push_back(std::stoll(part));
+  return index;
+}
+
+void poisoned_copy(const std::string& from, const std::string& to, const std::string& dataset, const std::string& index,
+                   const std::string& value) {
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+  poison(to, dataset, parse_index(index), std::stof(value));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +124,8 @@ int main(int argc, char** argv) {
   try {
     if (argc == 5 && std::string(argv[1]) == "truncate") {
       truncate_copy(argv[2], argv[3], std::stoul(argv[4]));
+    } else if (argc == 7 && std::string(argv[1]) == "poison") {
+      poisoned_copy(argv[2], argv[3], argv[4], argv[5], argv[6]);
     } else if (argc == 2) {
       const std::string dir = argv[1];
       std::filesystem::create_directories(dir);
@@ -95,8 +135,14 @@ int main(int argc, char** argv) {
       write(dir + "/nolabels.h5", 16, 1, 12, false, false, 4);
       write(dir + "/rgb10.h5", 16, 3, 10, true, false, 5);
       std::ofstream(dir + "/not-hdf5.h5") << "not an HDF5 file\n";
+      write(dir + "/nan-images.h5", 16, 1, 12, false, true, 6);
+      poison(dir + "/nan-images.h5", "/images", {7, 0, 9, 10}, std::numeric_limits<float>::quiet_NaN());
+      write(dir + "/inf-targets.h5", 16, 1, 12, false, true, 7);
+      poison(dir + "/inf-targets.h5", "/targets", {5, 0, 9, 4}, std::numeric_limits<float>::infinity());
     } else {
-      std::fprintf(stderr, "usage: train_make_data DIR | train_make_data truncate SRC DST BYTES\n");
+      std::fprintf(stderr,
+                   "usage: train_make_data DIR | train_make_data truncate SRC DST BYTES |\n"
+                   "       train_make_data poison SRC DST DATASET I,J,... VALUE\n");
       status = 2;
     }
   } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include "pointwise_cases.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
 #include "tests/layers/support/layer_step.hpp"
+#include "tests/layers/support/non_finite.hpp"
 
 namespace tessera::layers::testing {
 namespace {
@@ -53,6 +54,59 @@ TEST(PointwiseGradient, FiniteDifferencesMatchBackward) {
       EXPECT_NEAR((up - down) / (2 * h), step.dx.data()[i], 1e-6) << c.name << " dx element " << i;
     }
   }
+}
+
+// NaN and infinities as PyTorch treats them. x holds NaN, +-inf, 0 and finite values; dy
+// holds NaN where the slope is 0 (PyTorch's backward selects there, so dx is 0, not NaN)
+// and where it is not (dx is NaN).
+//   relu = clamp_min(x, 0): relu(NaN) = NaN, relu(-inf) = 0, relu(inf) = inf; backward is
+//     threshold_backward(dy, y, 0): dy where NOT(y <= 0), so it passes at NaN, else 0.
+//   leaky_relu: x > 0 ? x : x * slope (NaN -> NaN); backward x > 0 ? dy : dy * slope.
+//   sigmoid, tanh: NaN propagates; +-inf saturate (sigmoid 1/0, tanh +-1) with slope 0;
+//     backward dy * (1 - y) * y and dy * (1 - y * y).
+TEST(PointwiseNonFinite, ActivationsMatchPyTorch) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const std::vector<float> x{kNan, kInf, -kInf, 0.0f, 1.5f, -2.0f, 3.0f, kNan};
+  const std::vector<float> dy{1.0f, 2.0f, 3.0f, kNan, 5.0f, kNan, kNan, -1.0f};
+  const float s = 0.01f;
+  const auto sig = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+  const auto dtanh = [](float v) { return 1.0f - std::tanh(v) * std::tanh(v); };
+  struct Expected {
+    const char* kind;
+    std::vector<float> y, dx;
+  };
+  const std::vector<Expected> cases{
+      {"relu", {kNan, kInf, 0, 0, 1.5f, 0, 3, kNan}, {1, 2, 0, 0, 5, 0, kNan, -1}},
+      {"leakyrelu", {kNan, kInf, -kInf, 0, 1.5f, -2 * s, 3, kNan}, {s, 2, 3 * s, kNan, 5, kNan, kNan, -s}},
+      {"sigmoid", {kNan, 1, 0, 0.5f, sig(1.5f), sig(-2), sig(3), kNan},
+       {kNan, 0, 0, kNan, 5 * sig(1.5f) * (1 - sig(1.5f)), kNan, kNan, kNan}},
+      {"tanh", {kNan, 1, -1, 0, std::tanh(1.5f), std::tanh(-2.0f), std::tanh(3.0f), kNan},
+       {kNan, 0, 0, kNan, 5 * dtanh(1.5f), kNan, kNan, kNan}},
+  };
+  for (const Expected& want : cases) {
+    auto layer = make_activation<float>(want.kind);
+    const Shape4 shape{1, 1, 2, 4};
+    const LayerStep<float> step =
+        run_layer_step(self, *layer, shape, array_of(2, 4, x), array_of(2, 4, dy));
+    expect_same_values(step.y, want.y, std::string(want.kind) + " y");
+    expect_same_values(step.dx, want.dx, std::string(want.kind) + " dx");
+  }
+}
+
+// Nearest upsampling copies values forward and sums dy backward: NaN and infinities
+// propagate by arithmetic (inf + -inf = NaN), as in PyTorch's upsample_nearest2d.
+TEST(PointwiseNonFinite, UpsamplePropagates) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  Upsample<float> up(UpsampleOptions::parse("scale=2"));
+  const Shape4 shape{1, 1, 1, 4};
+  const HostArray<float> dy = array_of(2, 8, {1, 1, kInf, 1, kInf, 1, 1, 1,  //
+                                              1, 1, 1, -kInf, 1, 1, 1, kNan});
+  const LayerStep<float> step = run_layer_step(self, up, shape, array_of(1, 4, {kNan, kInf, -kInf, 2}), dy);
+  const std::vector<float> row{kNan, kNan, kInf, kInf, -kInf, -kInf, 2, 2};
+  std::vector<float> y = row;
+  y.insert(y.end(), row.begin(), row.end());
+  expect_same_values(step.y, y, "upsample y");
+  expect_same_values(step.dx, {4, kNan, kInf, kNan}, "upsample dx");
 }
 
 // An activation's window is its owned tile: no halo is allocated and no exchange is made.

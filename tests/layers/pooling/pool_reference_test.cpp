@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/layers/support/layer_step.hpp"
+#include "tests/layers/support/non_finite.hpp"
 #include "pool_reference.hpp"
 #include "pool_test_support.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
@@ -50,6 +51,51 @@ TEST(PoolPadding, MaxIgnoresZeroPadding) {
   const HostArray<float> dy = random_array(pool.output_shape(shape), 3);
   const LayerStep<float> step = run_layer_step(self, pool, shape, x, dy);
   for (std::size_t i = 0; i < step.y.size(); ++i) EXPECT_LT(step.y.data()[i], -0.5f) << i;
+}
+
+// NaN and infinities as PyTorch treats them; 2x2 windows, stride 2, one window per quarter:
+//   top left {1, NaN, 5, NaN}: NaN, from the last NaN; top right all -inf: -inf, from the
+//   first tap; bottom left {2, inf, inf, 3}: inf, from the first inf; bottom right
+//   {NaN, 7, 8, 1}: NaN, from the first tap (7 > NaN is false).
+// max_pool2d's CPU kernel: maxval = -inf, maxindex = the first tap in the image, then per tap
+// `if ((val > maxval) || std::isnan(val)) { maxval = val; maxindex = index; }`; its backward
+// sends dy to maxindex only, so the NaN dy of the last window reaches one tap, not four.
+// avg_pool2d sums (NaN and inf + -inf give NaN) and its backward gives every tap dy / 4;
+// l2pool, sqrt(eps + sum of squares), propagates by arithmetic alike.
+TEST(PoolNonFinite, MatchesPyTorch) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const Shape4 shape{1, 1, 4, 4};
+  const HostArray<float> x = array_of(4, 4, {1, kNan, -kInf, -kInf,  //
+                                             5, kNan, -kInf, -kInf,  //
+                                             2, kInf, kNan, 7,       //
+                                             kInf, 3, 8, 1});
+  const HostArray<float> dy = array_of(2, 2, {10, 20, 30, kNan});
+
+  Pool2d<float> max(Pool2dOptions::parse(PoolKind::max, "k=2"));
+  const LayerStep<float> m = run_layer_step(self, max, shape, x, dy);
+  expect_same_values(m.y, {kNan, -kInf, kInf, kNan}, "max y");
+  expect_same_values(m.dx, {0, 0, 20, 0, 0, 10, 0, 0, 0, 30, kNan, 0, 0, 0, 0, 0}, "max dx");
+
+  Pool2d<float> avg(Pool2dOptions::parse(PoolKind::average, "k=2"));
+  const LayerStep<float> a = run_layer_step(self, avg, shape, x, dy);
+  expect_same_values(a.y, {kNan, -kInf, kInf, kNan}, "avg y");
+  const float d = kNan;
+  expect_same_values(a.dx, {2.5f, 2.5f, 5, 5, 2.5f, 2.5f, 5, 5, 7.5f, 7.5f, d, d, 7.5f, 7.5f, d, d}, "avg dx");
+
+  Pool2d<float> l2(Pool2dOptions::parse(PoolKind::l2, "k=2"));
+  expect_same_values(run_layer_step(self, l2, shape, x, dy).y, {kNan, kInf, kInf, kNan}, "l2 y");
+}
+
+// With padding, the taps outside the image never win, even against a window of -inf or NaN
+// (PyTorch starts from the first tap inside the image).
+TEST(PoolNonFinite, MaxPaddingNeverWins) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const Shape4 shape{1, 1, 2, 2};
+  Pool2d<float> pool(Pool2dOptions::parse(PoolKind::max, "k=2,stride=1,pad=1"));
+  const HostArray<float> x = array_of(2, 2, {-kInf, -kInf, kNan, -kInf});
+  const LayerStep<float> step = run_layer_step(self, pool, shape, x, array_of(3, 3, {1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  expect_same_values(step.y, {-kInf, -kInf, -kInf, kNan, kNan, -kInf, kNan, kNan, -kInf}, "y");
+  expect_same_values(step.dx, {1 + 2, 3 + 6, 4 + 5 + 7 + 8, 9}, "dx");
 }
 
 // L = sum(pool(x) * r) in double; central differences with a small step agree with dx

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -187,6 +188,23 @@ TEST(SequentialOnGrids, GapAndStackedLinearHeadsMatchOneRank) {
                                      random_array(shape, 47));
   expect_every_grid_matches_one_rank("flatten,linear(out=8),relu,linear(out=3)", shape, labels,
                                      random_array(shape, 53));
+}
+
+// One NaN pixel reaches the loss on every grid, so the trainer's non-finite-loss guard
+// stops the run: relu and max pooling propagate NaN as PyTorch does instead of mapping it to
+// 0 (which made an all-NaN data file train to a finite loss).
+TEST(SequentialOnGrids, NanInputGivesNonFiniteLoss) {
+  const Shape4 shape{2, 1, 8, 8};
+  HostArray<float> x = random_array(shape, 71);
+  x(1, 0, 5, 2) = std::numeric_limits<float>::quiet_NaN();
+  for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+    if (dims[0] > 2) continue;
+    SCOPED_TRACE(format_grid(dims));
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    const StepResult r = run_step(grid, "conv(out=4,k=3,pad=1),relu,maxpool(k=2),flatten,linear(out=3)", shape, x,
+                                  {2, 0}, {});
+    EXPECT_FALSE(std::isfinite(r.loss)) << r.loss;
+  }
 }
 
 // Reducing gradients in buckets during backward (GradientBuckets, tiny buckets so that
