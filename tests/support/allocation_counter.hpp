@@ -79,17 +79,27 @@ class HeapAllocations {
 
 }  // namespace tessera::testing
 
-// The replaced global allocation functions (the aligned forms keep the library's own,
-// which neither call nor are freed by these).
-inline void* tessera_counted_new(std::size_t bytes) {
+// The replaced global allocation functions. Every unaligned form is replaced, the nothrow
+// ones too: a sanitizer runtime supplies whichever form a binary leaves alone, and memory
+// from its operator new(nothrow) (std::stable_sort's buffer) freed by the free() below is
+// an alloc-dealloc mismatch. The aligned forms keep the library's own, which neither call
+// nor are freed by these.
+inline void* tessera_counted_malloc(std::size_t bytes) noexcept {
   if (tessera::testing::allocation_detail::heap_counting.load(std::memory_order_relaxed))
     tessera::testing::allocation_detail::heap_count.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(bytes ? bytes : 1)) return p;
+  return std::malloc(bytes ? bytes : 1);
+}
+inline void* tessera_counted_new(std::size_t bytes) {
+  if (void* p = tessera_counted_malloc(bytes)) return p;
   throw std::bad_alloc();
 }
 void* operator new(std::size_t bytes) { return tessera_counted_new(bytes); }
 void* operator new[](std::size_t bytes) { return tessera_counted_new(bytes); }
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept { return tessera_counted_malloc(bytes); }
+void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept { return tessera_counted_malloc(bytes); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
