@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds Tessera (CPU), converts Fashion-MNIST and
-# trains the fashion-cnn preset on 4 MPI ranks, each holding one tile of every image (a
-# 1x2x2 spatial grid), then evaluates on the 10,000 test images and writes a checkpoint,
-# the learned first-layer filters as a PNG, and per-step metrics (docs/training.md).
+# trains the fashion-cnn preset with every image cut into tiles across MPI ranks, then
+# evaluates on the 10,000 test images and writes a checkpoint, the learned first-layer
+# filters as a PNG, and per-step metrics (docs/training.md).
 #
-# Options after the script name go to tessera-train and win over the demo's settings,
-# e.g. `./scripts/demo.sh --epochs 5` or `./scripts/demo.sh --grid 2x1x2 --batch 128`.
-# TESSERA_RANKS sets the rank count (default 4; keep the grid's product equal to it).
+# Ranks and grid come from the cores this machine gives the script (nproc), one rank a
+# core and never more: 4 cores or more split every image 2x2 (a 2-D spatial grid), with
+# the remaining factor of 4 on samples (8 cores: 2x2x2); 2 or 3 cores split it in two
+# (1x1x2); 1 core runs 1x1x1. TESSERA_RANKS sets the rank count instead (the grid follows
+# the same rule). Options after the script name go to tessera-train and win over the
+# demo's settings, e.g. `./scripts/demo.sh --epochs 5` or `./scripts/demo.sh --grid 2x1x1`.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -17,6 +20,25 @@ if [[ ! -f "$data/fashion-mnist-train.h5" || ! -f "$data/fashion-mnist-test.h5" 
   "$build/apps/data/tessera-data" fashion-mnist --out "$data"
 fi
 
+# The grid for `ranks` ranks: 2x2 over space when 4 divide them, else 1x2 when 2 do.
+demo_grid() {
+  local ranks="$1"
+  if ((ranks % 4 == 0)); then echo "$((ranks / 4))x2x2"
+  elif ((ranks % 2 == 0)); then echo "$((ranks / 2))x1x2"
+  else echo "${ranks}x1x1"
+  fi
+}
+cores="$(nproc)"
+if [[ -n ${TESSERA_RANKS:-} ]]; then
+  [[ $TESSERA_RANKS =~ ^[1-9][0-9]*$ ]] || die "TESSERA_RANKS must be a positive whole number, got '$TESSERA_RANKS'"
+  ranks="$TESSERA_RANKS"
+elif ((cores >= 4)); then ranks=$((cores / 4 * 4))
+elif ((cores >= 2)); then ranks=2
+else ranks=1
+fi
+export TESSERA_RANKS="$ranks"
+log "$cores cores: $ranks ranks on grid $(demo_grid "$ranks") (TESSERA_RANKS and --grid override)"
+
 out="$build/demo"
 mkdir -p "$out"
 # The demo's settings as a config file, so that any of them can be overridden on the
@@ -25,7 +47,7 @@ cat >"$out/demo.cfg" <<CONFIG
 model = fashion-cnn
 data = $data/fashion-mnist-train.h5
 val-data = $data/fashion-mnist-test.h5
-grid = 1x2x2
+grid = $(demo_grid "$ranks")
 batch = 64
 epochs = 2
 optimizer = adam
