@@ -10,7 +10,9 @@
 // on it, skipping taps outside the global image, so padding is -infinity for max pooling
 // and is left out of the divisor of avgpool(count_include_pad=false). Backward writes the
 // gradient of the whole window; the accumulate exchange adds overlapping parts at owners.
-// No parameters.
+// Forward leaves in a workspace the layer owns what backward needs, so backward recomputes
+// nothing: the argmax tap of every output (max; like cuDNN's and oneDNN's max-pooling
+// workspace) or its norm (l2). No parameters.
 
 #include <cstdint>
 #include <optional>
@@ -21,6 +23,7 @@
 #include "layers/layer.hpp"
 #include "layers/pool2d_kernels.hpp"
 #include "layers/pool2d_options.hpp"
+#include "layers/scratch.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
@@ -54,14 +57,21 @@ class Pool2d final : public Layer<T> {
   }
 
   // x must be allocated with make_input(grid, shape, *this); it is kept (by reference to
-  // its storage) for backward, which recomputes argmax and norms from it.
+  // its storage) for backward, with what forward leaves in the layer's workspace for it:
+  // the argmax of each output (max) or its norm (l2). The workspace covers the owned output
+  // box; it is allocated on the first forward and again only when that box changes.
   void forward(const Tensor<T>& x, const Tensor<T>& y) override {
     const Shape4& shape = x.distribution().global_shape();
+    const Box& owned = y.owned_box();
+    const Shape4 s = owned.shape();
+    if (options_.kind == PoolKind::max) sized(codes_, "tessera::pool2d.argmax", s[N], s[C], s[H], s[W]);
+    if (options_.kind == PoolKind::l2) sized(norms_, "tessera::pool2d.norms", s[N], s[C], s[H], s[W]);
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const Box window = input_window(out, shape);
-      pool_kernels::forward(options_, x.local(window), y.local(out), placement(window, shape));
+      pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
     });
     saved_x_.emplace(x);
+    saved_output_ = owned;
   }
 
   // dx must be allocated like x (make_input).
@@ -71,11 +81,14 @@ class Pool2d final : public Layer<T> {
     if (!(dx.distribution() == x.distribution()))
       throw std::invalid_argument(kind() + "(" + options() + "): dx is " + dx.distribution().describe() +
                                   " but forward's x was " + x.distribution().describe());
+    if (!(dy.owned_box() == saved_output_))
+      throw std::invalid_argument(kind() + "(" + options() + "): dy's owned box differs from forward's y's");
     const Shape4& shape = dx.distribution().global_shape();
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& window) {
-          pool_kernels::backward(options_, x.local(window), dy.owned(), dx.local(window), placement(window, shape));
+          pool_kernels::backward(options_, x.local(window), dy.owned(), dx.local(window),
+                                 work(saved_output_, saved_output_), placement(window, shape));
         },
         [] {});
   }
@@ -83,6 +96,23 @@ class Pool2d final : public Layer<T> {
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
 
  private:
+  using MemorySpace = typename Tensor<T>::memory_space;
+  using Codes = Kokkos::View<pool_kernels::Code****, Kokkos::LayoutRight, MemorySpace>;
+  using Norms = Kokkos::View<T****, Kokkos::LayoutRight, MemorySpace>;
+  using Range = Kokkos::pair<std::int64_t, std::int64_t>;
+  using CodesPart = decltype(Kokkos::subview(Codes(), Range(), Range(), Range(), Range()));
+  using NormsPart = decltype(Kokkos::subview(Norms(), Range(), Range(), Range(), Range()));
+
+  // The workspace of output box `out` (inside `owned`, the box the workspace covers): only
+  // the part of this layer's kind; the other stays empty.
+  pool_kernels::Work<CodesPart, NormsPart> work(const Box& out, const Box& owned) const {
+    const auto r = [&](int d) { return Range(out.lo[d] - owned.lo[d], out.hi[d] - owned.lo[d]); };
+    pool_kernels::Work<CodesPart, NormsPart> w;
+    if (options_.kind == PoolKind::max) w.codes = Kokkos::subview(codes_, r(0), r(1), r(2), r(3));
+    if (options_.kind == PoolKind::l2) w.norms = Kokkos::subview(norms_, r(0), r(1), r(2), r(3));
+    return w;
+  }
+
   static pool_kernels::Placement placement(const Box& window, const Shape4& shape) {
     return {window.lo[H], window.lo[W], shape[H], shape[W]};
   }
@@ -113,6 +143,9 @@ class Pool2d final : public Layer<T> {
   Pool2dOptions options_;
   Windowed<T> windowed_;
   std::optional<Tensor<T>> saved_x_;
+  Box saved_output_;  // y's owned box at the last forward: what the workspace covers
+  Codes codes_;       // max: the argmax tap of each owned output (pool_kernels::Code)
+  Norms norms_;       // l2: sqrt(eps + sum of squares) of each owned output
 };
 
 }  // namespace tessera::layers

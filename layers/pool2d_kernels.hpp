@@ -1,28 +1,45 @@
 #pragma once
 // The Kokkos kernels of Pool2d, written once for every backend and every pooling kind.
 //
-// A kind is a small policy with two device functions over one window (PoolWindow):
-//   value(w)               the pooled output of the window,
-//   gradient(w, i, j, dy)  the part of the output gradient dy that tap (i, j) gets.
-// Forward runs value() per output cell. Backward is a gather, not a scatter: each cell of
-// the input window sums gradient() over the outputs whose window covers it, so no two
-// threads write one cell (no atomics, and the result does not depend on thread order).
-// gradient() recomputes what it needs (the argmax, the L2 norm) from x instead of storing
-// it, and selects rather than multiplies by 0, so a NaN dy reaches only the taps PyTorch's
-// backward writes to.
+// Forward pools each output over the taps of its window that lie inside the global image
+// and leaves, per output, what backward needs in a workspace the layer owns (Work):
+//   max  the argmax tap as a Code (like cuDNN's and oneDNN's max-pooling workspace), so
+//        backward only routes dy, never recomputes a maximum;
+//   l2   the norm sqrt(eps + sum x^2), so backward is dy / norm * x per tap;
+//   avg  nothing (its divisor is arithmetic on the output's position).
+// The inside taps of one output form a rectangle, rows [ia, ib) x columns [ja, jb)
+// (Geometry::rows/cols), so no loop tests taps one by one.
 //
-// NaN and infinities behave as in PyTorch: avg and L2 pooling propagate them by arithmetic,
-// max pooling treats NaN as the largest value (the last NaN of the window wins).
+// Two routes, one arithmetic (pool_one and the per-tap updates below do the same operations
+// in the same order):
+//   host   (OpenMP, Serial): forward in parallel over output rows, backward over (n, c)
+//          planes; inside a row the outputs whose taps all lie inside the image run tap by
+//          tap over contiguous, vectorisable loops (stride 1 and 2 specialised), the few at
+//          the padded border one by one. Backward scatters into dx (zeroed by Windowed)
+//          plane by plane, one thread per plane: deterministic, no atomics.
+//   flat   (CUDA, or any view whose last dimension is not contiguous): one thread per cell
+//          of a flat range with w fastest (Kokkos 3.4's MDRangePolicy makes the first index
+//          fastest on CUDA, which would stride NCHW rows); backward is a gather, each input
+//          cell summing over the few outputs whose window covers it (for max: those whose
+//          stored argmax is this tap — integer compares), again without atomics.
+//
+// NaN and infinities behave as in PyTorch: avg and L2 pooling propagate them by arithmetic;
+// max pooling starts from the first inside tap (row-major) and moves to a tap that is larger
+// or NaN (nan_aware::beats: ties keep the first tap, the last NaN wins). Backward selects
+// (dy goes only to the stored argmax), so a NaN dy reaches one tap, as in PyTorch.
 //
 // Taps outside the global image are skipped by every kind: the window's boundary cells
 // hold the halo's zero fill, and max pooling must treat padding as -infinity, not 0.
+//
+// Accumulation is in T (fp32 for float): a window sums at most kh*kw taps and an input cell
+// at most ceil(kh*dh/sh)*ceil(kw*dw/sw) gradients, far inside the 1e-5 the tests allow.
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
-#include "distarray/box.hpp"
-#include "layers/cell_loop.hpp"
 #include "layers/nan_aware.hpp"
 #include "layers/pool2d_options.hpp"
 
@@ -30,94 +47,12 @@ namespace tessera::layers::pool_kernels {
 
 using Int = std::int64_t;
 
-struct Taps {
-  Int kh, kw, sh, sw, dh, dw;
-};
-
-// The taps of one output cell's window. `x` is the input window as a view; (row0, col0)
-// its first tap in view coordinates and (grow0, gcol0) in global ones.
-template <class View>
-struct PoolWindow {
-  View x;
-  Taps t;
-  Int n, c, row0, col0, grow0, gcol0, image_h, image_w;
-
-  KOKKOS_INLINE_FUNCTION bool inside(Int i, Int j) const {
-    const Int gr = grow0 + i * t.dh, gc = gcol0 + j * t.dw;
-    return gr >= 0 && gr < image_h && gc >= 0 && gc < image_w;
-  }
-  KOKKOS_INLINE_FUNCTION auto at(Int i, Int j) const { return x(n, c, row0 + i * t.dh, col0 + j * t.dw); }
-};
-
-struct MaxPolicy {
-  // PyTorch's max_pool2d rule: start from the first tap inside the image (row-major), move
-  // to a tap that is larger or NaN. So ties keep the first tap, a NaN wins (the last NaN if
-  // several) and a window of -inf keeps its first tap.
-  template <class W>
-  KOKKOS_INLINE_FUNCTION static void argmax(const W& w, Int& bi, Int& bj) {
-    bi = -1, bj = -1;
-    decltype(w.at(0, 0) + 0) best = 0;
-    for (Int i = 0; i < w.t.kh; ++i)
-      for (Int j = 0; j < w.t.kw; ++j)
-        if (w.inside(i, j) && (bi < 0 || nan_aware::beats(w.at(i, j), best))) bi = i, bj = j, best = w.at(i, j);
-  }
-  template <class W>
-  KOKKOS_INLINE_FUNCTION auto value(const W& w) const {
-    Int i, j;
-    argmax(w, i, j);
-    return w.at(i, j);  // every window has a tap inside the image (Pool2d::output_shape)
-  }
-  template <class W>
-  KOKKOS_INLINE_FUNCTION double gradient(const W& w, Int i, Int j, double dy) const {
-    Int bi, bj;
-    argmax(w, bi, bj);
-    return bi == i && bj == j ? dy : 0.0;
-  }
-};
-
-struct AveragePolicy {
-  bool count_include_pad = true;
-
-  template <class W>
-  KOKKOS_INLINE_FUNCTION static Int inside_count(const W& w) {
-    Int count = 0;
-    for (Int i = 0; i < w.t.kh; ++i)
-      for (Int j = 0; j < w.t.kw; ++j) count += w.inside(i, j) ? 1 : 0;
-    return count;
-  }
-  template <class W>
-  KOKKOS_INLINE_FUNCTION double divisor(const W& w) const {
-    return count_include_pad ? double(w.t.kh * w.t.kw) : double(inside_count(w));
-  }
-  template <class W>
-  KOKKOS_INLINE_FUNCTION auto value(const W& w) const {
-    decltype(w.at(0, 0) + 0) sum = 0;
-    for (Int i = 0; i < w.t.kh; ++i)
-      for (Int j = 0; j < w.t.kw; ++j)
-        if (w.inside(i, j)) sum += w.at(i, j);
-    return sum / static_cast<decltype(sum)>(divisor(w));
-  }
-  template <class W>
-  KOKKOS_INLINE_FUNCTION double gradient(const W& w, Int i, Int j, double dy) const {
-    return w.inside(i, j) ? dy / divisor(w) : 0.0;
-  }
-};
-
-struct L2Policy {
-  double eps;  // Pool2dOptions::eps
-  template <class W>
-  KOKKOS_INLINE_FUNCTION auto value(const W& w) const {
-    decltype(w.at(0, 0) + 0) sum = static_cast<decltype(sum)>(eps);
-    for (Int i = 0; i < w.t.kh; ++i)
-      for (Int j = 0; j < w.t.kw; ++j)
-        if (w.inside(i, j)) sum += w.at(i, j) * w.at(i, j);
-    return Kokkos::Experimental::sqrt(sum);
-  }
-  template <class W>
-  KOKKOS_INLINE_FUNCTION double gradient(const W& w, Int i, Int j, double dy) const {
-    return w.inside(i, j) ? dy * double(w.at(i, j)) / double(value(w)) : 0.0;
-  }
-};
+// Max pooling's workspace entry: the argmax tap (i, j) of the window as i << 16 | j.
+// Pool2dOptions::validate keeps kh, kw <= kMaxKernel so that it fits.
+using Code = std::int32_t;
+KOKKOS_INLINE_FUNCTION Code tap_code(Int i, Int j) { return static_cast<Code>((i << 16) | j); }
+KOKKOS_INLINE_FUNCTION Int code_row(Code c) { return Int(c) >> 16; }
+KOKKOS_INLINE_FUNCTION Int code_col(Code c) { return Int(c) & 0xffff; }
 
 // Where the views of one kernel call sit: the window's global corner and the image size.
 struct Placement {
@@ -125,75 +60,478 @@ struct Placement {
   Int image_h, image_w;
 };
 
-template <class Policy, class In, class Out>
-struct Forward {
-  Policy policy;
-  In x;
-  Out y;
-  Taps t;
+// The sliding window and the placement of its input view. Output (oh, ow) reads view rows
+// oh*sh + i*dh and columns ow*sw + j*dw for taps i < kh, j < kw.
+struct Geometry {
+  Int kh, kw, sh, sw, dh, dw;
   Placement at;
 
-  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int oh, Int ow) const {
-    const PoolWindow<In> w{x, t, n, c, oh * t.sh, ow * t.sw, at.window_h + oh * t.sh, at.window_w + ow * t.sw,
-                           at.image_h, at.image_w};
-    y(n, c, oh, ow) = policy.value(w);
+  // Taps [first, end) along one axis whose global index g0 + i*d lies in [0, size).
+  KOKKOS_INLINE_FUNCTION static void inside(Int g0, Int d, Int k, Int size, Int& first, Int& end) {
+    first = g0 >= 0 ? 0 : (-g0 + d - 1) / d;
+    end = g0 >= size ? 0 : (size - g0 + d - 1) / d;
+    if (end > k) end = k;
+    if (end < first) end = first;
+  }
+  KOKKOS_INLINE_FUNCTION void rows(Int oh, Int& first, Int& end) const {
+    inside(at.window_h + oh * sh, dh, kh, at.image_h, first, end);
+  }
+  KOKKOS_INLINE_FUNCTION void cols(Int ow, Int& first, Int& end) const {
+    inside(at.window_w + ow * sw, dw, kw, at.image_w, first, end);
   }
 };
 
-template <class Policy, class In, class Grad, class Out>
-struct Backward {
-  Policy policy;
-  In x;     // the input window (forward's values)
-  Grad dy;  // the owned output gradient; output (oh, ow) reads window taps from (oh*sh, ow*sw)
-  Out dx;   // the gradient over the whole input window
-  Taps t;
-  Placement at;
+inline Geometry geometry_of(const Pool2dOptions& o, const Placement& at) {
+  return {o.kh, o.kw, o.sh, o.sw, o.dh, o.dw, at};
+}
 
-  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int ih, Int iw) const {
-    const Int out_h = Int(dy.extent(2)), out_w = Int(dy.extent(3));
-    double sum = 0;
-    for (Int i = 0; i < t.kh; ++i) {
-      const Int row = ih - i * t.dh;  // window start of an output that reads (ih) as tap i
-      if (row < 0 || row % t.sh != 0 || row / t.sh >= out_h) continue;
-      const Int oh = row / t.sh;
-      for (Int j = 0; j < t.kw; ++j) {
-        const Int col = iw - j * t.dw;
-        if (col < 0 || col % t.sw != 0 || col / t.sw >= out_w) continue;
-        const Int ow = col / t.sw;
-        const PoolWindow<In> w{x, t, n, c, row, col, at.window_h + row, at.window_w + col, at.image_h, at.image_w};
-        sum += policy.gradient(w, i, j, double(dy(n, c, oh, ow)));
+// What a kind needs besides the geometry.
+struct Rule {
+  PoolKind kind;
+  bool count_include_pad;
+  double eps;
+};
+
+// The workspace of one call: views over the same output cells as y (or dy). Only the
+// member of the call's kind is read or written; the other may be empty.
+template <class Codes, class Norms>
+struct Work {
+  Codes codes;  // max: argmax tap per output
+  Norms norms;  // l2: sqrt(eps + sum x^2) per output
+};
+
+// Divisor of an average over inside taps [ia, ib) x [ja, jb).
+KOKKOS_INLINE_FUNCTION Int average_divisor(const Geometry& g, bool include_pad, Int ia, Int ib, Int ja, Int jb) {
+  return include_pad ? g.kh * g.kw : (ib - ia) * (jb - ja);
+}
+
+// One output from its inside taps [ia, ib) x [ja, jb); `x(i, j)` reads tap (i, j). Sets
+// `code` for max pooling. The reference arithmetic of both routes.
+template <PoolKind K, class Taps>
+KOKKOS_INLINE_FUNCTION auto pool_one(const Taps& x, const Geometry& g, const Rule& rule, Int ia, Int ib, Int ja,
+                                     Int jb, Code& code) {
+  using T = std::decay_t<decltype(x(0, 0))>;
+  if constexpr (K == PoolKind::max) {
+    T best = x(ia, ja);
+    Code at = tap_code(ia, ja);
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = ja; j < jb; ++j) {
+        const T v = x(i, j);
+        if (nan_aware::beats(v, best)) best = v, at = tap_code(i, j);
       }
-    }
-    dx(n, c, ih, iw) = static_cast<typename Out::value_type>(sum);
-  }
-};
-
-// Calls f(policy) with the policy of options.kind: the one switch over kinds.
-template <class F>
-void with_policy(const Pool2dOptions& options, const F& f) {
-  switch (options.kind) {
-    case PoolKind::max: return f(MaxPolicy{});
-    case PoolKind::average: return f(AveragePolicy{options.count_include_pad});
-    case PoolKind::l2: return f(L2Policy{options.eps});
+    code = at;
+    return best;
+  } else if constexpr (K == PoolKind::average) {
+    T sum = 0;
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = ja; j < jb; ++j) sum += x(i, j);
+    return sum / static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, ja, jb));
+  } else {
+    T sum = static_cast<T>(rule.eps);
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = ja; j < jb; ++j) {
+        const T v = x(i, j);
+        sum += v * v;
+      }
+    return Kokkos::Experimental::sqrt(sum);
   }
 }
 
-inline Taps taps_of(const Pool2dOptions& o) { return {o.kh, o.kw, o.sh, o.sw, o.dh, o.dw}; }
+// ---------------------------------------------------------------------------------------
+// The flat route: any execution space, any layout.
 
-// y (the output box's view) from x (the view of that box's input window).
-template <class In, class Out>
-void forward(const Pool2dOptions& options, const In& x, const Out& y, const Placement& at) {
-  with_policy(options, [&](auto policy) {
-    for_each_cell("tessera::pool2d_forward", y, Forward<decltype(policy), In, Out>{policy, x, y, taps_of(options), at});
+template <class View>
+struct ViewTaps {
+  View x;
+  Int n, c, row0, col0, dh, dw;
+  KOKKOS_INLINE_FUNCTION auto operator()(Int i, Int j) const { return x(n, c, row0 + i * dh, col0 + j * dw); }
+};
+
+template <PoolKind K, class In, class Out, class Codes, class Norms>
+struct FlatForward {
+  In x;
+  Out y;
+  Work<Codes, Norms> work;
+  Geometry g;
+  Rule rule;
+  Int channels, out_h, out_w;
+
+  KOKKOS_INLINE_FUNCTION void operator()(Int cell) const {
+    const Int ow = cell % out_w, oh = (cell / out_w) % out_h, c = (cell / (out_w * out_h)) % channels,
+              n = cell / (out_w * out_h * channels);
+    Int ia, ib, ja, jb;
+    g.rows(oh, ia, ib);
+    g.cols(ow, ja, jb);
+    Code code = 0;
+    const auto v = pool_one<K>(ViewTaps<In>{x, n, c, oh * g.sh, ow * g.sw, g.dh, g.dw}, g, rule, ia, ib, ja, jb, code);
+    y(n, c, oh, ow) = v;
+    if constexpr (K == PoolKind::max) work.codes(n, c, oh, ow) = code;
+    if constexpr (K == PoolKind::l2) work.norms(n, c, oh, ow) = v;
+  }
+};
+
+// One thread per cell of the input window: the sum, over the outputs whose window covers
+// the cell, of what each sends it (taps in row-major order), written over dx.
+template <PoolKind K, class In, class Grad, class Out, class Codes, class Norms>
+struct FlatBackward {
+  In x;
+  Grad dy;
+  Out dx;
+  Work<Codes, Norms> work;
+  Geometry g;
+  Rule rule;
+  Int channels, in_h, in_w;
+
+  KOKKOS_INLINE_FUNCTION void operator()(Int cell) const {
+    using T = typename Out::non_const_value_type;
+    const Int iw = cell % in_w, ih = (cell / in_w) % in_h, c = (cell / (in_w * in_h)) % channels,
+              n = cell / (in_w * in_h * channels);
+    const Int gh = g.at.window_h + ih, gw = g.at.window_w + iw;
+    T sum = 0;
+    // A padding cell is no inside tap of any window: it gets nothing.
+    if (gh >= 0 && gh < g.at.image_h && gw >= 0 && gw < g.at.image_w) {
+      const Int out_h = Int(dy.extent(2)), out_w = Int(dy.extent(3));
+      for (Int i = 0; i < g.kh; ++i) {
+        const Int row = ih - i * g.dh;  // first tap row of an output that reads ih as tap i
+        if (row < 0) break;
+        if (row % g.sh != 0 || row / g.sh >= out_h) continue;
+        const Int oh = row / g.sh;
+        for (Int j = 0; j < g.kw; ++j) {
+          const Int col = iw - j * g.dw;
+          if (col < 0) break;
+          if (col % g.sw != 0 || col / g.sw >= out_w) continue;
+          const Int ow = col / g.sw;
+          const T d = dy(n, c, oh, ow);
+          if constexpr (K == PoolKind::max) {
+            if (work.codes(n, c, oh, ow) == tap_code(i, j)) sum += d;
+          } else if constexpr (K == PoolKind::average) {
+            Int ia, ib, ja, jb;
+            g.rows(oh, ia, ib);
+            g.cols(ow, ja, jb);
+            sum += d / static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, ja, jb));
+          } else {
+            sum += d / work.norms(n, c, oh, ow) * x(n, c, ih, iw);
+          }
+        }
+      }
+    }
+    dx(n, c, ih, iw) = sum;
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// The host route: raw pointers into row-major planes (last dimension contiguous).
+
+namespace host {
+
+template <class T>
+struct PtrTaps {
+  const T* p;  // tap (0, 0)
+  Int ld, dh, dw;
+  KOKKOS_INLINE_FUNCTION T operator()(Int i, Int j) const { return p[i * dh * ld + j * dw]; }
+};
+
+// The outputs [first, end) of a row whose taps all lie inside the image horizontally.
+inline void full_columns(const Geometry& g, Int out_w, Int& first, Int& end) {
+  first = 0;
+  while (first < out_w && g.at.window_w + first * g.sw < 0) ++first;
+  end = out_w;
+  while (end > first && g.at.window_w + (end - 1) * g.sw + (g.kw - 1) * g.dw >= g.at.image_w) --end;
+}
+
+// Per-tap updates of `count` consecutive outputs from one tap row `x` (element o*stride);
+// S is the stride when known at compile time (0: `stride`).
+template <int S, class T>
+inline void max_first(const T* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
+                      Code tap) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) y[o] = x[o * s], code[o] = tap;
+}
+template <int S, class T>
+inline void max_tap(const T* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
+                    Code tap) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) {
+    const T v = x[o * s];
+    const bool take = v > y[o] || v != v;  // nan_aware::beats, in a form that vectorises
+    y[o] = take ? v : y[o];
+    code[o] = take ? tap : code[o];
+  }
+}
+template <int S, class T>
+inline void sum_tap(const T* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) y[o] += x[o * s];
+}
+template <int S, class T>
+inline void square_tap(const T* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) {
+    const T v = x[o * s];
+    y[o] += v * v;
+  }
+}
+// Backward: dx[o*stride] += g[o] (avg), += g[o] * x[o*stride] (l2).
+template <int S, class T>
+inline void add_tap(T* __restrict__ dx, const T* __restrict__ g, Int count, Int stride) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) dx[o * s] += g[o];
+}
+template <int S, class T>
+inline void add_scaled_tap(T* __restrict__ dx, const T* __restrict__ x, const T* __restrict__ g, Int count,
+                           Int stride) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) dx[o * s] += g[o] * x[o * s];
+}
+
+// One output row: y[0, out_w) (and code/norm) from the plane `x` (row stride ldx) whose row
+// oh*sh is the row's first tap row.
+template <PoolKind K, int S, class T>
+void forward_row(const T* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
+                 Int out_w, Int full_first, Int full_end) {
+  Int ia, ib;
+  g.rows(oh, ia, ib);
+  const T* first_row = x + oh * g.sh * ldx;
+  const auto one = [&](Int ow) {
+    Int ja, jb;
+    g.cols(ow, ja, jb);
+    Code c = 0;
+    const T v = pool_one<K>(PtrTaps<T>{first_row + ow * g.sw, ldx, g.dh, g.dw}, g, rule, ia, ib, ja, jb, c);
+    y[ow] = v;
+    if constexpr (K == PoolKind::max) code[ow] = c;
+    if constexpr (K == PoolKind::l2) norm[ow] = v;
+  };
+  for (Int ow = 0; ow < full_first; ++ow) one(ow);
+  for (Int ow = full_end; ow < out_w; ++ow) one(ow);
+  const Int count = full_end - full_first;
+  if (count <= 0) return;
+  // The full columns, tap by tap in row-major order: the same operations as pool_one.
+  const T* base = first_row + full_first * g.sw;
+  T* out = y + full_first;
+  const auto tap = [&](Int i, Int j) { return base + i * g.dh * ldx + j * g.dw; };
+  if constexpr (K == PoolKind::max) {
+    Code* c = code + full_first;
+    max_first<S>(tap(ia, 0), out, c, count, g.sw, tap_code(ia, 0));
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j)
+        if (i != ia || j != 0) max_tap<S>(tap(i, j), out, c, count, g.sw, tap_code(i, j));
+  } else if constexpr (K == PoolKind::average) {
+    for (Int o = 0; o < count; ++o) out[o] = T(0);
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j) sum_tap<S>(tap(i, j), out, count, g.sw);
+    const T divisor = static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, 0, g.kw));
+    for (Int o = 0; o < count; ++o) out[o] = out[o] / divisor;
+  } else {
+    for (Int o = 0; o < count; ++o) out[o] = static_cast<T>(rule.eps);
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j) square_tap<S>(tap(i, j), out, count, g.sw);
+    T* n = norm + full_first;
+    for (Int o = 0; o < count; ++o) n[o] = out[o] = std::sqrt(out[o]);
+  }
+}
+
+// One (n, c) plane of backward: adds every output's gradient into dx (row stride lddx,
+// already zero), outputs in row-major order.
+template <PoolKind K, int S, class T>
+void backward_plane(const T* x, Int ldx, const T* dy, Int lddy, const Code* code, Int ldcode, const T* norm,
+                    Int ldnorm, T* dx, Int lddx, const Geometry& g, const Rule& rule, Int out_h, Int out_w,
+                    Int full_first, Int full_end) {
+  if constexpr (K == PoolKind::max) {
+    for (Int oh = 0; oh < out_h; ++oh) {
+      const T* d = dy + oh * lddy;
+      const Code* c = code + oh * ldcode;
+      T* row = dx + oh * g.sh * lddx;
+      for (Int ow = 0; ow < out_w; ++ow)
+        row[code_row(c[ow]) * g.dh * lddx + ow * g.sw + code_col(c[ow]) * g.dw] += d[ow];
+    }
+  } else {
+    constexpr Int chunk = 256;  // outputs per pass over the taps: their gradients on the stack
+    T grad[chunk];
+    for (Int oh = 0; oh < out_h; ++oh) {
+      Int ia, ib;
+      g.rows(oh, ia, ib);
+      const T* d = dy + oh * lddy;
+      const T* nr = K == PoolKind::l2 ? norm + oh * ldnorm : nullptr;
+      const Int first_tap_row = oh * g.sh;
+      const auto one = [&](Int ow) {
+        Int ja, jb;
+        g.cols(ow, ja, jb);
+        for (Int i = ia; i < ib; ++i) {
+          const Int at = (first_tap_row + i * g.dh) * lddx + ow * g.sw;
+          const Int xat = (first_tap_row + i * g.dh) * ldx + ow * g.sw;
+          for (Int j = ja; j < jb; ++j) {
+            if constexpr (K == PoolKind::average)
+              dx[at + j * g.dw] += d[ow] / static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, ja, jb));
+            else
+              dx[at + j * g.dw] += d[ow] / nr[ow] * x[xat + j * g.dw];
+          }
+        }
+      };
+      for (Int ow = 0; ow < full_first; ++ow) one(ow);
+      for (Int ow = full_end; ow < out_w; ++ow) one(ow);
+      const T divisor = static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, 0, g.kw));
+      for (Int o0 = full_first; o0 < full_end; o0 += chunk) {
+        const Int count = o0 + chunk < full_end ? chunk : full_end - o0;
+        for (Int o = 0; o < count; ++o) {
+          if constexpr (K == PoolKind::average)
+            grad[o] = d[o0 + o] / divisor;
+          else
+            grad[o] = d[o0 + o] / nr[o0 + o];
+        }
+        for (Int i = ia; i < ib; ++i) {
+          T* dxr = dx + (first_tap_row + i * g.dh) * lddx + o0 * g.sw;
+          const T* xr = x + (first_tap_row + i * g.dh) * ldx + o0 * g.sw;
+          for (Int j = 0; j < g.kw; ++j) {
+            if constexpr (K == PoolKind::average)
+              add_tap<S>(dxr + j * g.dw, grad, count, g.sw);
+            else
+              add_scaled_tap<S>(dxr + j * g.dw, xr + j * g.dw, grad, count, g.sw);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class V>
+const typename V::value_type* plane(const V& v, Int n, Int c) {
+  return v.data() + n * Int(v.stride(0)) + c * Int(v.stride(1));
+}
+template <class V>
+typename V::value_type* plane_mut(const V& v, Int n, Int c) {
+  return v.data() + n * Int(v.stride(0)) + c * Int(v.stride(1));
+}
+
+// Calls f(std::integral_constant<int, S>) with S the stride when 1 or 2, else 0.
+template <class F>
+void with_stride(Int stride, const F& f) {
+  if (stride == 1) return f(std::integral_constant<int, 1>{});
+  if (stride == 2) return f(std::integral_constant<int, 2>{});
+  return f(std::integral_constant<int, 0>{});
+}
+
+}  // namespace host
+
+// Which route a call takes. automatic: host on a host execution space when every view's
+// last dimension is contiguous, flat otherwise; flat: always flat (tests run the device
+// route on the host with it).
+enum class Route { automatic, flat };
+
+template <class V>
+bool rows_contiguous(const V& v) {
+  return v.extent(3) <= 1 || v.stride(3) == 1;
+}
+
+template <class Space>
+inline constexpr bool is_host_space = std::is_same_v<Space, Kokkos::DefaultHostExecutionSpace>;
+
+// Calls f(std::integral_constant<PoolKind, K>) for the kind of rule: the one switch.
+template <class F>
+void with_kind(PoolKind kind, const F& f) {
+  switch (kind) {
+    case PoolKind::max: return f(std::integral_constant<PoolKind, PoolKind::max>{});
+    case PoolKind::average: return f(std::integral_constant<PoolKind, PoolKind::average>{});
+    case PoolKind::l2: return f(std::integral_constant<PoolKind, PoolKind::l2>{});
+  }
+}
+
+inline Rule rule_of(const Pool2dOptions& o) { return {o.kind, o.count_include_pad, o.eps}; }
+
+// y (the output box's view) from x (the view of that box's input window); `work` covers
+// the same outputs as y.
+template <class In, class Out, class Codes, class Norms>
+void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work<Codes, Norms>& work,
+             const Placement& at, Route route = Route::automatic) {
+  using Space = typename Out::execution_space;
+  using T = typename Out::non_const_value_type;
+  const Geometry g = geometry_of(options, at);
+  const Rule rule = rule_of(options);
+  const Int batch = Int(y.extent(0)), channels = Int(y.extent(1)), out_h = Int(y.extent(2)),
+            out_w = Int(y.extent(3));
+  bool host_route = false;
+  if constexpr (is_host_space<Space>)
+    host_route = route == Route::automatic && rows_contiguous(x) && rows_contiguous(y) &&
+                 (options.kind != PoolKind::max || rows_contiguous(work.codes)) &&
+                 (options.kind != PoolKind::l2 || rows_contiguous(work.norms));
+  with_kind(options.kind, [&](auto kind) {
+    constexpr PoolKind K = decltype(kind)::value;
+    if constexpr (is_host_space<Space>) {
+      if (host_route) {
+        Int full_first, full_end;
+        host::full_columns(g, out_w, full_first, full_end);
+        const Int ldx = Int(x.stride(2)), ldy = Int(y.stride(2));
+        const Int ldc = K == PoolKind::max ? Int(work.codes.stride(2)) : 0;
+        const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
+        host::with_stride(g.sw, [&](auto stride) {
+          constexpr int S = decltype(stride)::value;
+          Kokkos::parallel_for(
+              "tessera::pool2d_forward", Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * out_h),
+              [=](Int r) {
+                const Int oh = r % out_h, c = (r / out_h) % channels, n = r / (out_h * channels);
+                Code* code = nullptr;
+                T* norm = nullptr;
+                if constexpr (K == PoolKind::max) code = host::plane_mut(work.codes, n, c) + oh * ldc;
+                if constexpr (K == PoolKind::l2) norm = host::plane_mut(work.norms, n, c) + oh * ldn;
+                host::forward_row<K, S>(host::plane(x, n, c), ldx, host::plane_mut(y, n, c) + oh * ldy, code, norm, g,
+                                        rule, oh, out_w, full_first, full_end);
+              });
+        });
+        return;
+      }
+    }
+    Kokkos::parallel_for("tessera::pool2d_forward",
+                         Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * out_h * out_w),
+                         FlatForward<K, In, Out, Codes, Norms>{x, y, work, g, rule, channels, out_h, out_w});
   });
 }
 
-// dx over the whole input window (the view of the owned output box's window).
-template <class In, class Grad, class Out>
-void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const Out& dx, const Placement& at) {
-  with_policy(options, [&](auto policy) {
-    for_each_cell("tessera::pool2d_backward", dx,
-                  Backward<decltype(policy), In, Grad, Out>{policy, x, dy, dx, taps_of(options), at});
+// dx over the whole input window `x`/`dx` (the window of dy's owned box) from dy and the
+// workspace forward left for the same outputs. dx must be zero (Windowed::backward fills
+// it): the host route adds into it.
+template <class In, class Grad, class Out, class Codes, class Norms>
+void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const Out& dx, const Work<Codes, Norms>& work,
+              const Placement& at, Route route = Route::automatic) {
+  using Space = typename Out::execution_space;
+  const Geometry g = geometry_of(options, at);
+  const Rule rule = rule_of(options);
+  const Int batch = Int(dx.extent(0)), channels = Int(dx.extent(1)), in_h = Int(dx.extent(2)),
+            in_w = Int(dx.extent(3));
+  bool host_route = false;
+  if constexpr (is_host_space<Space>)
+    host_route = route == Route::automatic && rows_contiguous(x) && rows_contiguous(dy) && rows_contiguous(dx) &&
+                 (options.kind != PoolKind::max || rows_contiguous(work.codes)) &&
+                 (options.kind != PoolKind::l2 || rows_contiguous(work.norms));
+  with_kind(options.kind, [&](auto kind) {
+    constexpr PoolKind K = decltype(kind)::value;
+    if constexpr (is_host_space<Space>) {
+      if (host_route) {
+        const Int out_h = Int(dy.extent(2)), out_w = Int(dy.extent(3));
+        Int full_first, full_end;
+        host::full_columns(g, out_w, full_first, full_end);
+        const Int ldx = Int(x.stride(2)), lddy = Int(dy.stride(2)), lddx = Int(dx.stride(2));
+        const Int ldc = K == PoolKind::max ? Int(work.codes.stride(2)) : 0;
+        const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
+        host::with_stride(g.sw, [&](auto stride) {
+          constexpr int S = decltype(stride)::value;
+          Kokkos::parallel_for(
+              "tessera::pool2d_backward", Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels),
+              [=](Int p) {
+                const Int c = p % channels, n = p / channels;
+                const Code* code = nullptr;
+                const typename Out::non_const_value_type* norm = nullptr;
+                if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
+                if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
+                host::backward_plane<K, S>(host::plane(x, n, c), ldx, host::plane(dy, n, c), lddy, code, ldc, norm,
+                                           ldn, host::plane_mut(dx, n, c), lddx, g, rule, out_h, out_w, full_first,
+                                           full_end);
+              });
+        });
+        return;
+      }
+    }
+    Kokkos::parallel_for("tessera::pool2d_backward",
+                         Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * in_h * in_w),
+                         FlatBackward<K, In, Grad, Out, Codes, Norms>{x, dy, dx, work, g, rule, channels, in_h, in_w});
   });
 }
 

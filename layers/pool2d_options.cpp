@@ -65,6 +65,8 @@ void Pool2dOptions::validate() const {
     if (!ok) throw std::invalid_argument(name + ": " + what);
   };
   require(kh >= 1 && kw >= 1, "kernel must be >= 1, got " + std::to_string(kh) + "x" + std::to_string(kw));
+  // Max pooling stores its argmax tap as (i << 16 | j) in 32 bits (pool_kernels::Code).
+  require(kh <= 32767 && kw <= 32767, "kernel must be <= 32767, got " + std::to_string(kh) + "x" + std::to_string(kw));
   require(sh >= 1 && sw >= 1, "stride must be >= 1, got " + std::to_string(sh) + "x" + std::to_string(sw));
   require(dh >= 1 && dw >= 1, "dilation must be >= 1, got " + std::to_string(dh) + "x" + std::to_string(dw));
   require(pad.top >= 0 && pad.bottom >= 0 && pad.left >= 0 && pad.right >= 0, "padding must be >= 0");

@@ -40,6 +40,61 @@ TEST_P(PoolAgainstReference, ForwardAndGradientMatch) {
 INSTANTIATE_TEST_SUITE_P(Configurations, PoolAgainstReference, ::testing::ValuesIn(pool_cases()),
                          [](const auto& info) { return info.param.name; });
 
+// The flat route (one thread per cell, w fastest: the one CUDA builds take) run on the host
+// against the host route, for every configuration, on the whole output and on a sub-box (a
+// partial tile: its window starts inside the image). Padding cells hold garbage, not the
+// halo's zeros, so a kernel that reads them fails. Forward and the workspace must agree
+// exactly (same arithmetic in the same order); dx to rounding (overlapping windows add in
+// a different order).
+TEST_P(PoolAgainstReference, FlatRouteEqualsHostRoute) {
+  const PoolCase& c = GetParam();
+  const Pool2dOptions options = c.options();
+  const Pool2d<float> pool(options);
+  const Shape4 out_shape = pool.output_shape(c.input);
+  using pool_kernels::Code;
+  using Codes = Kokkos::View<Code****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  const Box whole{{0, 0, 0, 0}, out_shape};
+  Box part = whole;
+  part.lo[H] = 1, part.lo[W] = 1;
+  for (const Box& out : {whole, part}) {
+    const Box window = pool.input_window(out, c.input);
+    const Shape4 ws = window.shape(), os = out.shape();
+    HostArray<float> x = random_array(ws, 11);
+    for (std::int64_t n = 0; n < ws[N]; ++n)
+      for (std::int64_t ch = 0; ch < ws[C]; ++ch)
+        for (std::int64_t h = 0; h < ws[H]; ++h)
+          for (std::int64_t w = 0; w < ws[W]; ++w) {
+            const std::int64_t gh = window.lo[H] + h, gw = window.lo[W] + w;
+            if (gh < 0 || gh >= c.input[H] || gw < 0 || gw >= c.input[W]) x(n, ch, h, w) = 1e30f;
+          }
+    const HostArray<float> dy = random_array(os, 12);
+    const pool_kernels::Placement at{window.lo[H], window.lo[W], c.input[H], c.input[W]};
+    struct Result {
+      HostArray<float> y, norms, dx;
+      Codes codes;
+    };
+    auto run = [&](pool_kernels::Route route) {
+      Result r{HostArray<float>("y", os[N], os[C], os[H], os[W]), HostArray<float>("norms", os[N], os[C], os[H], os[W]),
+               HostArray<float>("dx", ws[N], ws[C], ws[H], ws[W]), Codes("codes", os[N], os[C], os[H], os[W])};
+      const pool_kernels::Work<Codes, HostArray<float>> work{r.codes, r.norms};
+      pool_kernels::forward(options, x, r.y, work, at, route);
+      pool_kernels::backward(options, x, dy, r.dx, work, at, route);
+      Kokkos::fence();
+      return r;
+    };
+    const Result host = run(pool_kernels::Route::automatic), flat = run(pool_kernels::Route::flat);
+    SCOPED_TRACE(c.name + (out == whole ? " whole output" : " sub-box"));
+    for (std::size_t i = 0; i < host.y.size(); ++i) {
+      ASSERT_EQ(host.y.data()[i], flat.y.data()[i]) << "y " << i;
+      ASSERT_EQ(host.codes.data()[i], flat.codes.data()[i]) << "argmax " << i;
+      ASSERT_EQ(host.norms.data()[i], flat.norms.data()[i]) << "norm " << i;
+      ASSERT_LT(std::abs(host.y.data()[i]), 1e29f) << "padding read at y " << i;
+    }
+    EXPECT_LE(relative_error(host.dx, flat.dx), 1e-6);
+    for (std::size_t i = 0; i < host.dx.size(); ++i) ASSERT_TRUE(std::isfinite(host.dx.data()[i])) << "dx " << i;
+  }
+}
+
 // Max pooling of an all-negative image with padding: padding must act as -infinity, so no
 // output is 0 (a zero-filled pad cell would win every border window).
 TEST(PoolPadding, MaxIgnoresZeroPadding) {
