@@ -30,6 +30,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -54,6 +55,7 @@ namespace tessera::layers {
 class Linear final : public Layer<float> {
   using Matrix = linear::Matrix;
   using Dense4 = Kokkos::View<float****, Kokkos::LayoutRight, linear::Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using UnmanagedMatrix = Kokkos::View<float**, Kokkos::LayoutRight, linear::Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
  public:
   // in: the (C, H, W) of each input sample. Throws std::invalid_argument for invalid options
@@ -92,22 +94,41 @@ class Linear final : public Layer<float> {
   }
 
   // x: tiled on its grid; y: on make_head_grid(x's grid), shape output_shape. Collective
-  // over x's spatial group. x's tile is copied (dense) and kept for backward.
+  // over x's spatial group. A view of x's tile is kept for backward (a copy only when the
+  // tile is not dense in memory: x allocated with a halo).
   void forward(const Tensor<float>& x, const Tensor<float>& y) override {
     check_output(x, y, "y");
     const Box own = x.owned_box();
     const Shape4 s = own.shape();
     tile_ = linear::TileColumns{in_[0], in_[1], in_[2], own.lo[H], own.lo[W], s[H], s[W]};
-    // Every block below is overwritten whole (copies, gathers, GEMMs with beta 0).
-    sized(saved_x_, "linear.x_tile", s[N], tile_.count());
-    Kokkos::deep_copy(Dense4(saved_x_.data(), s[N], s[C], s[H], s[W]), x.owned());
-    sized(weight_block_, "linear.weight_block", options_.out, tile_.count());
-    linear::gather_columns(weight_.value, tile_, weight_block_);
-    const Matrix& sums = sized(sums_, "linear.partial_sums", s[N], options_.out);
-    backend_->gemm(Transpose::no, Transpose::yes, s[N], options_.out, tile_.count(), 1.0f, saved_x_.data(),
-                   tile_.count(), weight_block_.data(), tile_.count(), 0.0f, sums.data(), options_.out);
-    sums_staging_.sum(sums, x.grid(), SumGroup::spatial, "linear");
-    linear::write_output(sums, bias_ ? bias_->value : linear::Vector(), y.owned());
+    samples_ = s[N];
+    const std::int64_t count = tile_.count(), out = options_.out;
+    x_owned_ = x.owned();
+    if (dense_rows(x_owned_)) {
+      x_ = {x_owned_.data(), row_stride(x_owned_)};
+    } else {
+      sized(saved_x_, "linear.x_tile", samples_, count);
+      Kokkos::deep_copy(Dense4(saved_x_.data(), s[N], s[C], s[H], s[W]), x_owned_);
+      x_ = {saved_x_.data(), count};
+    }
+    // The weight's columns of this tile: the weight itself when the tile is the whole image,
+    // else gathered into a dense block (kept for backward).
+    if (tile_.whole()) {
+      w_ = {weight_.value.data(), count};
+    } else {
+      sized(weight_block_, "linear.weight_block", out, count);
+      linear::gather_columns(weight_.value, tile_, weight_block_);
+      w_ = {weight_block_.data(), count};
+    }
+    // The partial products go straight into y when its owned block is one dense matrix,
+    // are summed there over the spatial group, and the bias is added in place.
+    const auto y_owned = y.owned();
+    const bool in_place = dense_rows(y_owned) && (samples_ <= 1 || row_stride(y_owned) == out);
+    float* sums = in_place ? y_owned.data() : sized(sums_, "linear.partial_sums", samples_, out).data();
+    backend_->gemm(Transpose::no, Transpose::yes, samples_, out, count, 1.0f, x_.data, x_.ld, w_.data, w_.ld, 0.0f,
+                   sums, out);
+    sums_staging_.sum(UnmanagedMatrix(sums, samples_, out), x.grid(), SumGroup::spatial, "linear");
+    if (bias_ || !in_place) linear::write_output(sums, bias_ ? bias_->value : linear::Vector(), y_owned);
     input_distribution_.emplace(x.distribution());
     // On a head-grid input (after gap or linear) each replica holds every feature and
     // computes the whole gradient of its samples: sum it over the sample group only.
@@ -118,27 +139,48 @@ class Linear final : public Layer<float> {
   }
 
   // dy: on the head grid, the same on every replica (as a loss on the head grid gives it).
-  // dx: distributed as forward's x. No communication.
+  // dx: distributed as forward's x. No communication. Three GEMMs reading dy, x's tile and
+  // the weight where they lie; dx and the weight gradient are written in place unless the
+  // tile is not dense in memory (dx) or not the whole image (the weight's columns).
   void backward(const Tensor<float>& dy, const Tensor<float>& dx) override {
     if (!input_distribution_) throw std::logic_error("linear(" + options() + "): backward() before forward()");
     if (!(dx.distribution() == *input_distribution_))
       throw std::invalid_argument("linear(" + options() + "): dx is " + dx.distribution().describe() +
                                   " but forward's x was " + input_distribution_->describe());
     check_output(dx, dy, "dy");
-    const std::int64_t samples = static_cast<std::int64_t>(saved_x_.extent(0)), out = options_.out;
-    const Matrix& dy_block = sized(dy_block_, "linear.dy", samples, out);
-    const Matrix& dx_block = sized(dx_block_, "linear.dx_tile", samples, tile_.count());
-    Kokkos::deep_copy(Dense4(dy_block.data(), samples, out, 1, 1), dy.owned());
-    backend_->gemm(Transpose::no, Transpose::no, samples, tile_.count(), out, 1.0f, dy_block.data(), out,
-                   weight_block_.data(), tile_.count(), 0.0f, dx_block.data(), tile_.count());
-    dx.fill_window(0.0f);
-    const Shape4 s = dx.owned_box().shape();
-    Kokkos::deep_copy(dx.owned(), Dense4(dx_block.data(), s[N], s[C], s[H], s[W]));
-    const Matrix& dweight_block = sized(dweight_block_, "linear.dweight_block", out, tile_.count());
-    backend_->gemm(Transpose::yes, Transpose::no, out, tile_.count(), samples, 1.0f, dy_block.data(), out,
-                   saved_x_.data(), tile_.count(), 0.0f, dweight_block.data(), tile_.count());
-    linear::add_columns(dweight_block, tile_, weight_.grad);
-    if (bias_ && adds_bias_gradient_) linear::add_bias_gradient(dy_block, bias_->grad);
+    const std::int64_t count = tile_.count(), out = options_.out;
+    const auto dy_owned = dy.owned();
+    Operand g{dy_owned.data(), row_stride(dy_owned)};
+    if (!dense_rows(dy_owned)) {
+      const Matrix& dy_block = sized(dy_block_, "linear.dy", samples_, out);
+      Kokkos::deep_copy(Dense4(dy_block.data(), samples_, out, 1, 1), dy_owned);
+      g = {dy_block.data(), out};
+    }
+    // dx (halo cells, if dx has any, are zero: linear reads only the tile).
+    const auto dx_owned = dx.owned();
+    if (!(dx.window_box() == dx.owned_box())) dx.fill_window(0.0f);
+    if (dense_rows(dx_owned)) {
+      backend_->gemm(Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld, 0.0f,
+                     dx_owned.data(), row_stride(dx_owned));
+    } else {
+      const Matrix& dx_block = sized(dx_block_, "linear.dx_tile", samples_, count);
+      backend_->gemm(Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld, 0.0f,
+                     dx_block.data(), count);
+      const Box own = dx.owned_box();
+      Kokkos::deep_copy(dx_owned, Dense4(dx_block.data(), samples_, own.extent(C), own.extent(H), own.extent(W)));
+    }
+    if (samples_ == 0) return;
+    // dW += dy^T x: into the gradient itself (beta 1) when the tile is the whole image.
+    if (tile_.whole()) {
+      backend_->gemm(Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld, 1.0f,
+                     weight_.grad.data(), count);
+    } else {
+      const Matrix& dweight_block = sized(dweight_block_, "linear.dweight_block", out, count);
+      backend_->gemm(Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld, 0.0f,
+                     dweight_block.data(), count);
+      linear::add_columns(dweight_block, tile_, weight_.grad);
+    }
+    if (bias_ && adds_bias_gradient_) linear::add_bias_gradient(g.data, g.ld, samples_, bias_->grad);
   }
 
   std::vector<Parameter<float>*> params() override {
@@ -154,13 +196,37 @@ class Linear final : public Layer<float> {
                         name);
   }
 
+  // A row-major matrix where it lies: first element and row stride.
+  struct Operand {
+    float* data = nullptr;
+    std::int64_t ld = 0;
+  };
+
+  // Whether each row (first index) of a 4D view is dense: entry (r, a, b, c) at
+  // r * stride_0 + (a * extent_2 + b) * extent_3 + c, so that the view is a matrix of
+  // extent_0 rows with row stride stride_0 (true for an array allocated without halo).
+  template <class View>
+  static bool dense_rows(const View& v) {
+    return (v.extent(3) <= 1 || v.stride_3() == 1) && (v.extent(2) <= 1 || v.stride_2() == v.extent(3)) &&
+           (v.extent(1) <= 1 || v.stride_1() == v.extent(2) * v.extent(3));
+  }
+  template <class View>
+  static std::int64_t row_stride(const View& v) {
+    // A single row may sit in a window of any stride; a GEMM still wants ld >= its width.
+    const std::int64_t width = static_cast<std::int64_t>(v.extent(1) * v.extent(2) * v.extent(3));
+    return v.extent(0) <= 1 ? std::max<std::int64_t>(width, 1) : static_cast<std::int64_t>(v.stride_0());
+  }
+
   LinearOptions options_;
   std::array<std::int64_t, 3> in_;
   Parameter<float> weight_;
   std::optional<Parameter<float>> bias_;
   std::unique_ptr<LinearBackend> backend_;
   linear::TileColumns tile_{};
-  Matrix saved_x_, weight_block_;
+  std::int64_t samples_ = 0;
+  Tensor<float>::SubView x_owned_;  // forward's x tile, kept alive for backward
+  Operand x_, w_;                   // x's tile and the weight's columns as forward used them
+  Matrix saved_x_, weight_block_;   // copies, made only when x_ / w_ cannot be read in place
   Matrix sums_, dy_block_, dx_block_, dweight_block_;  // scratch kept between steps (scratch.hpp)
   GroupSum<float> sums_staging_;
   std::optional<Distribution> input_distribution_;

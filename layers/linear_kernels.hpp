@@ -1,10 +1,13 @@
 #pragma once
 // Kokkos kernels of Linear that are not GEMMs: moving a tile's columns of the weight in and
-// out of a dense block, the bias. Free functions: CUDA allows extended lambdas only there.
+// out of a dense block (spatially split inputs only), the bias. Free functions: CUDA allows
+// extended lambdas only there. Each is a flat 1D loop over rows or elements (no MDRange:
+// at the sizes of a classifier head its per-cell index arithmetic cost more than the GEMM).
 //
 // The flattened feature of input cell (c, h, w) is f = (c * H + h) * W + w (PyTorch's
 // flatten of NCHW). A tile (all c, rows [h0, h0+th), columns [w0, w0+tw)) owns a strided
-// set of those columns; its block is (K, C, th, tw), dense, matching the dense tile of x.
+// set of those columns: C*th runs of tw consecutive features. Its block is (K, C, th, tw),
+// dense, matching the dense tile of x.
 
 #include <Kokkos_Core.hpp>
 
@@ -15,59 +18,75 @@ namespace tessera::layers::linear {
 using Space = Kokkos::DefaultExecutionSpace::memory_space;
 using Matrix = Kokkos::View<float**, Kokkos::LayoutRight, Space>;
 using Vector = Kokkos::View<float*, Space>;
+using Index = Kokkos::IndexType<std::int64_t>;
 
 // Where a tile sits in the flattened features.
 struct TileColumns {
   std::int64_t channels, height, width;  // the global C, H, W
   std::int64_t h0, w0, th, tw;           // the tile's first row/column and extents
-  KOKKOS_INLINE_FUNCTION std::int64_t feature(std::int64_t j) const {  // block column j -> f
-    const std::int64_t c = j / (th * tw), h = (j / tw) % th, w = j % tw;
-    return (c * height + h0 + h) * width + w0 + w;
-  }
   std::int64_t count() const { return channels * th * tw; }
+  std::int64_t features() const { return channels * height * width; }
+  // Whether the tile holds every feature (no spatial split): its block is the weight itself.
+  bool whole() const { return th == height && tw == width; }
+  // Run r = c * th + h of the tile (tw consecutive features): its first feature.
+  KOKKOS_INLINE_FUNCTION std::int64_t run_start(std::int64_t r) const {
+    const std::int64_t c = r / th, h = r % th;
+    return (c * height + h0 + h) * width + w0;
+  }
 };
 
-// block(k, j) = weight(k, feature(j)); weight is dense (K, C*H*W).
+// block(k, j) = weight(k, feature(j)); weight is dense (K, C*H*W). One run a work item.
 inline void gather_columns(const Vector& weight, const TileColumns& tile, const Matrix& block) {
-  const std::int64_t features = tile.channels * tile.height * tile.width;
+  const std::int64_t features = tile.features(), count = tile.count(), runs = tile.channels * tile.th,
+                     tw = tile.tw;
   Kokkos::parallel_for(
       "tessera::linear::gather_columns",
-      Kokkos::MDRangePolicy<Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>(
-          {0, 0}, {static_cast<std::int64_t>(block.extent(0)), static_cast<std::int64_t>(block.extent(1))}),
-      KOKKOS_LAMBDA(const std::int64_t k, const std::int64_t j) { block(k, j) = weight(k * features + tile.feature(j)); });
+      Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(block.extent(0)) * runs),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        const std::int64_t k = i / runs, r = i % runs;
+        const float* from = weight.data() + k * features + tile.run_start(r);
+        float* to = block.data() + k * count + r * tw;
+        for (std::int64_t j = 0; j < tw; ++j) to[j] = from[j];
+      });
 }
 
 // grad(k, feature(j)) += block(k, j): each feature belongs to one tile, so no races.
 inline void add_columns(const Matrix& block, const TileColumns& tile, const Vector& grad) {
-  const std::int64_t features = tile.channels * tile.height * tile.width;
+  const std::int64_t features = tile.features(), count = tile.count(), runs = tile.channels * tile.th,
+                     tw = tile.tw;
   Kokkos::parallel_for(
       "tessera::linear::add_columns",
-      Kokkos::MDRangePolicy<Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>(
-          {0, 0}, {static_cast<std::int64_t>(block.extent(0)), static_cast<std::int64_t>(block.extent(1))}),
-      KOKKOS_LAMBDA(const std::int64_t k, const std::int64_t j) { grad(k * features + tile.feature(j)) += block(k, j); });
-}
-
-// y(n, k, 0, 0) = sums(n, k) + bias(k) (bias may be empty: no bias).
-template <class Y>
-void write_output(const Matrix& sums, const Vector& bias, const Y& y) {
-  const bool with_bias = bias.extent(0) > 0;
-  Kokkos::parallel_for(
-      "tessera::linear::write_output",
-      Kokkos::MDRangePolicy<Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>(
-          {0, 0}, {static_cast<std::int64_t>(sums.extent(0)), static_cast<std::int64_t>(sums.extent(1))}),
-      KOKKOS_LAMBDA(const std::int64_t n, const std::int64_t k) {
-        y(n, k, 0, 0) = sums(n, k) + (with_bias ? bias(k) : 0.0f);
+      Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(block.extent(0)) * runs),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        const std::int64_t k = i / runs, r = i % runs;
+        const float* from = block.data() + k * count + r * tw;
+        float* to = grad.data() + k * features + tile.run_start(r);
+        for (std::int64_t j = 0; j < tw; ++j) to[j] += from[j];
       });
 }
 
-// grad(k) += sum over n of dy(n, k).
-inline void add_bias_gradient(const Matrix& dy, const Vector& grad) {
-  const auto samples = static_cast<std::int64_t>(dy.extent(0));
+// y(n, k, 0, 0) = sums[n * K + k] + bias(k) for the dense n x K matrix `sums`, which may be
+// y's own memory (the bias then added in place). An empty bias adds nothing.
+template <class Y>
+void write_output(const float* sums, const Vector& bias, const Y& y) {
+  const bool with_bias = bias.extent(0) > 0;
+  const float* b = bias.data();
+  const auto out = static_cast<std::int64_t>(y.extent(1));
   Kokkos::parallel_for(
-      "tessera::linear::bias_gradient", Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, dy.extent(1)),
+      "tessera::linear::write_output", Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(y.extent(0)) * out),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        const std::int64_t n = i / out, k = i % out;
+        y(n, k, 0, 0) = sums[i] + (with_bias ? b[k] : 0.0f);
+      });
+}
+
+// grad(k) += sum over n of dy(n, k); dy is samples x out with row stride ld.
+inline void add_bias_gradient(const float* dy, std::int64_t ld, std::int64_t samples, const Vector& grad) {
+  Kokkos::parallel_for(
+      "tessera::linear::bias_gradient", Kokkos::RangePolicy<Index>(0, grad.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t k) {
         float sum = 0;
-        for (std::int64_t n = 0; n < samples; ++n) sum += dy(n, k);
+        for (std::int64_t n = 0; n < samples; ++n) sum += dy[n * ld + k];
         grad(k) += sum;
       });
 }

@@ -20,22 +20,8 @@ if [[ ! -f "$data/fashion-mnist-train.h5" || ! -f "$data/fashion-mnist-test.h5" 
   "$build/apps/data/tessera-data" fashion-mnist --out "$data"
 fi
 
-# The grid for `ranks` ranks: 2x2 over space when 4 divide them, else 1x2 when 2 do.
-demo_grid() {
-  local ranks="$1"
-  if ((ranks % 4 == 0)); then echo "$((ranks / 4))x2x2"
-  elif ((ranks % 2 == 0)); then echo "$((ranks / 2))x1x2"
-  else echo "${ranks}x1x1"
-  fi
-}
 cores="$(nproc)"
-if [[ -n ${TESSERA_RANKS:-} ]]; then
-  [[ $TESSERA_RANKS =~ ^[1-9][0-9]*$ ]] || die "TESSERA_RANKS must be a positive whole number, got '$TESSERA_RANKS'"
-  ranks="$TESSERA_RANKS"
-elif ((cores >= 4)); then ranks=$((cores / 4 * 4))
-elif ((cores >= 2)); then ranks=2
-else ranks=1
-fi
+ranks="$(demo_ranks)" || exit 1
 export TESSERA_RANKS="$ranks"
 log "$cores cores: $ranks ranks on grid $(demo_grid "$ranks") (TESSERA_RANKS and --grid override)"
 

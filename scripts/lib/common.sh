@@ -66,6 +66,29 @@ train_example() {
   "$launcher" -n "${TESSERA_RANKS:-4}" "$build/apps/tessera-train" --config "$config" "$@"
 }
 
+# The demo's layout (scripts/demo.sh, bench/mainjob): one rank a core of this machine and
+# never more — 2x2 tiles of every image from 4 cores up (the remaining factor of 4 on
+# samples), halves on 2 or 3 cores, one rank on 1; TESSERA_RANKS sets the count instead.
+demo_ranks() {
+  local cores
+  cores="$(nproc)"
+  if [[ -n ${TESSERA_RANKS:-} ]]; then
+    [[ $TESSERA_RANKS =~ ^[1-9][0-9]*$ ]] || die "TESSERA_RANKS must be a positive whole number, got '$TESSERA_RANKS'"
+    echo "$TESSERA_RANKS"
+  elif ((cores >= 4)); then echo $((cores / 4 * 4))
+  elif ((cores >= 2)); then echo 2
+  else echo 1
+  fi
+}
+# The demo's grid for `ranks` ranks: 2x2 over space when 4 divide them, else 1x2 when 2 do.
+demo_grid() {
+  local ranks="$1"
+  if ((ranks % 4 == 0)); then echo "$((ranks / 4))x2x2"
+  elif ((ranks % 2 == 0)); then echo "$((ranks / 2))x1x2"
+  else echo "${ranks}x1x1"
+  fi
+}
+
 # What every example does first: install the dependencies and build the CPU variant in
 # ${TESSERA_BUILD_DIR:-<repo>/build}; sets `build`.
 prepare_example_build() {

@@ -20,7 +20,8 @@ namespace {
 const Shape4 kShape{3, 5, 7, 9};
 
 // Runs one step on rank 0 alone and on every grid, comparing each with the former.
-void expect_every_grid_matches_one_rank(const std::string& spec, const std::vector<std::int64_t>& labels) {
+void expect_every_grid_matches_one_rank(const std::string& spec, const std::vector<std::int64_t>& labels,
+                                        const StepHalos& halos = {}) {
   const bool root = tessera::testing::world_rank() == 0;
   const LinearOptions options = LinearOptions::parse(spec);
   const auto x = random_array(kShape, 21), dy = random_array({kShape[N], options.out, 1, 1}, 22);
@@ -35,7 +36,7 @@ void expect_every_grid_matches_one_rank(const std::string& spec, const std::vect
   for (const GridDims& dims : grids_for(kShape[N])) {
     SCOPED_TRACE(spec + " on grid " + format_grid(dims));
     const ProcessGrid grid(MPI_COMM_WORLD, dims);
-    const LinearResult got = run_linear_step(grid, options, kShape, x, dy, labels);
+    const LinearResult got = run_linear_step(grid, options, kShape, x, dy, labels, halos);
     if (root) {
       EXPECT_LE(relative_error(got.y, one.y), kTolerance);
       EXPECT_LE(relative_error(got.dx, one.dx), kTolerance);
@@ -48,6 +49,8 @@ void expect_every_grid_matches_one_rank(const std::string& spec, const std::vect
 
 TEST(LinearOnGrids, EveryGridMatchesOneRank) { expect_every_grid_matches_one_rank("out=4", {}); }
 TEST(LinearOnGrids, WithoutBias) { expect_every_grid_matches_one_rank("out=4,bias=false", {}); }
+// Arrays with halos on every grid: Linear's copying paths against the one-rank in-place one.
+TEST(LinearOnGrids, ArraysWithHalosMatchOneRank) { expect_every_grid_matches_one_rank("out=4", {}, with_halos()); }
 
 TEST(LinearOnGrids, CrossEntropyIsTheMeanOverTheGlobalBatch) {
   expect_every_grid_matches_one_rank("out=4", {2, 0, 3});

@@ -29,6 +29,24 @@ TEST(LinearReference, ForwardAndBackwardMatchDoubleReference) {
   }
 }
 
+// Arrays with halos: x, dx, y and dy are not dense matrices, so Linear copies the tile and
+// dy in and dx and the outputs out; the result is the same, and dx's halo cells are zero.
+TEST(LinearReference, ArraysWithHalosMatchDoubleReference) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const auto x = random_array(kShape, 1), dy = random_array({3, 4, 1, 1}, 2);
+  for (const char* spec : {"out=4", "out=4,bias=false"}) {
+    SCOPED_TRACE(spec);
+    const LinearResult got = run_linear_step(self, LinearOptions::parse(spec), kShape, x, dy, {}, with_halos());
+    const LinearResult want = reference(flat(x), flat(dy), got.weight, got.bias, 3, 4);
+    EXPECT_LE(relative_error(got.y, want.y), kTolerance);
+    EXPECT_LE(relative_error(got.dx, want.dx), kTolerance);
+    EXPECT_LE(relative_error(got.dweight, want.dweight), kTolerance);
+    if (!got.bias.empty()) {
+      EXPECT_LE(relative_error(got.dbias, want.dbias), kTolerance);
+    }
+  }
+}
+
 TEST(LinearReference, InitialisationIsPyTorchsBoundAndSeeded) {
   const Linear a(LinearOptions::parse("out=4"), {5, 7, 9}, 3), b(LinearOptions::parse("out=4"), {5, 7, 9}, 3);
   auto pa = const_cast<Linear&>(a).params(), pb = const_cast<Linear&>(b).params();
@@ -70,6 +88,17 @@ TEST(Flatten, IsTheIdentityOnTiles) {
   scatter(x, a);
   flatten.forward(a, b);
   EXPECT_EQ(flat(gather(b)), flat(x));
+  // With halos (a strided copy of the owned cells); backward zeroes dx's halo.
+  const HaloWidths halo{{0, 0, 1, 1}, {0, 0, 2, 0}};
+  Tensor<float> c(self, kShape, halo), d(self, kShape, halo);
+  scatter(x, c);
+  flatten.forward(c, b);
+  EXPECT_EQ(flat(gather(b)), flat(x));
+  Kokkos::deep_copy(d.window(), 7.0f);
+  flatten.backward(b, d);
+  EXPECT_EQ(flat(gather(d)), flat(x));
+  auto window = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.window());
+  EXPECT_EQ(window(0, 0, 0, 0), 0.0f);
   EXPECT_EQ(flatten.output_shape(kShape), kShape);
   EXPECT_EQ(flatten.kind(), "flatten");
 }

@@ -77,16 +77,25 @@ inline std::vector<GridDims> grids_for(std::int64_t samples) {
   return out;
 }
 
+// Halo widths of the arrays a step allocates: none (as a Sequential allocates them), or
+// some on every array, so that no tile is dense in memory and Linear takes its copying path.
+struct StepHalos {
+  HaloWidths tiled, head;  // x and dx; y and dy
+};
+inline StepHalos with_halos() {
+  return {HaloWidths{{0, 0, 1, 2}, {0, 0, 2, 1}}, HaloWidths{{0, 0, 0, 1}, {0, 0, 0, 1}}};
+}
+
 // Forward, then backward of `dy_global` (N, K, 1, 1) — or, when `labels` is non-empty, of
 // the cross-entropy of the logits against them — on `grid`. Gradients reduced on all ranks.
 inline LinearResult run_linear_step(const ProcessGrid& grid, const LinearOptions& options, const Shape4& input,
                                     const HostArray<float>& x_global, const HostArray<float>& dy_global,
-                                    const std::vector<std::int64_t>& labels = {}) {
+                                    const std::vector<std::int64_t>& labels = {}, const StepHalos& halos = {}) {
   Linear layer(options, {input[C], input[H], input[W]}, /*seed=*/77);
   const auto head = make_head_grid(grid);
   const Shape4 out_shape = layer.output_shape(input);
-  Tensor<float> x(grid, input, {}, "x"), dx(grid, input, {}, "dx");
-  Tensor<float> y(*head, out_shape, {}, "y"), dy(*head, out_shape, {}, "dy");
+  Tensor<float> x(grid, input, halos.tiled, "x"), dx(grid, input, halos.tiled, "dx");
+  Tensor<float> y(*head, out_shape, halos.head, "y"), dy(*head, out_shape, halos.head, "dy");
   scatter(x_global, x);
   layer.forward(x, y);
   LinearResult r;

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""PyTorch (CPU) side of bench/mainjob/run.sh: trains the main job's net on Fashion-MNIST.
+
+    torch_mainjob.py --model SPEC --expect-parameters N [--source DIR] [--limit 0]
+                     [--batch 64] [--lr 0.002] [--steps 60] [--skip 10] [--threads 2]
+
+SPEC is the sequential spec Tessera resolved the preset to (run.sh reads it from
+tessera-train --verbose), mapped to torch.nn by bench/layers/torch_layers.py: the same
+layers, padding, strides, batch norm (training mode, batch statistics) and pooling. The
+net must have N parameters, Tessera's count: otherwise the script refuses to train (exit 1).
+
+The data are the Fashion-MNIST training images and labels of the Debian package
+dataset-fashion-mnist (--source: the gzip'd IDX files tessera-data converts to the HDF5
+file tessera-train reads; --limit: its first N samples, as tessera-data --limit), scaled
+by 1/255 as tessera-train scales uint8 pixels. One step, all of it timed:
+
+    batch = next --batch samples of a per-epoch shuffle (torch.Generator, seed 1)
+    loss = cross_entropy(model(x / 255), labels); zero_grad; backward; Adam step
+
+with torch.optim.Adam(lr, betas (0.9, 0.999), eps 1e-8) as Tessera's adam. Prints one
+JSON line: parameters, steps, skip, images_per_s (batch * timed steps / their total time,
+the first --skip steps untimed), step_s (mean of the timed steps), step_s_median, cpu_s
+(mean process CPU time per timed step, all threads), first and last loss. Exits 3 with a
+one-line message when torch cannot be imported, as bench/scaling/torch_net.py does.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+here = Path(__file__).resolve().parent
+sys.path.insert(0, str(here.parent / "layers"))
+sys.path.insert(0, str(here.parent / "scaling"))
+from torch_layers import Skip, build  # noqa: E402  (the one spec -> torch.nn mapping)
+from torch_net import NO_TORCH  # noqa: E402
+
+DEFAULT_SOURCE = "/usr/share/datasets/fashion-mnist"  # apps/data/fashion_mnist.hpp's default
+
+
+def read_idx(path, limit):
+    """The array of a gzip'd IDX file (unsigned bytes), its first `limit` entries (0: all)."""
+    import numpy as np
+
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    if data[:2] != b"\0\0" or data[2] != 0x08:
+        raise ValueError(f"{path}: not an IDX file of unsigned bytes")
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(data[3])]
+    array = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * len(dims)).reshape(dims)
+    return np.array(array[:limit] if limit > 0 else array)  # a writable copy for torch.from_numpy
+
+
+def train(torch, a):
+    import numpy as np
+
+    images = read_idx(Path(a.source) / "train-images-idx3-ubyte.gz", a.limit)
+    labels = read_idx(Path(a.source) / "train-labels-idx1-ubyte.gz", a.limit)
+    images = torch.from_numpy(images).unsqueeze(1)  # (N, 1, 28, 28) uint8
+    labels = torch.from_numpy(labels.astype(np.int64))
+    if len(images) < a.batch:
+        raise ValueError(f"{len(images)} training images, fewer than one batch of {a.batch}")
+    model, _ = build(torch, a.model, (a.batch,) + tuple(images.shape[1:]))
+    parameters = sum(p.numel() for p in model.parameters())
+    if parameters != a.expect_parameters:
+        raise ValueError(f"the PyTorch net has {parameters} parameters but Tessera's has {a.expect_parameters}: "
+                         "not the same net, refusing to compare")
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
+    loss_fn = torch.nn.CrossEntropyLoss()  # mean over the batch, as Tessera's cross-entropy
+    generator = torch.Generator().manual_seed(1)
+    per_epoch = len(images) // a.batch
+    order, step_s, cpu_s, losses = None, [], [], []
+    for step in range(a.steps):
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        if step % per_epoch == 0:
+            order = torch.randperm(len(images), generator=generator)
+        index = order[(step % per_epoch) * a.batch:(step % per_epoch + 1) * a.batch]
+        x = images[index].float().mul_(1.0 / 255.0)
+        loss = loss_fn(model(x), labels[index])
+        optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        t1 = time.perf_counter()
+        c = time.process_time() - c0
+        if step >= a.skip:
+            step_s.append(t1 - t0)
+            cpu_s.append(c)
+    return parameters, step_s, cpu_s, losses
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True, help="a Tessera sequential spec (not a preset name)")
+    ap.add_argument("--expect-parameters", type=int, required=True, help="Tessera's parameter count")
+    ap.add_argument("--source", default=DEFAULT_SOURCE, help="directory of Fashion-MNIST's gzip'd IDX files")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N training samples; 0: all")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=0.002)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--skip", type=int, default=10, help="untimed warm-up steps (of --steps)")
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
+    a = ap.parse_args()
+    if a.batch < 1 or a.limit < 0 or not 0 <= a.skip < a.steps:
+        ap.error("need --batch >= 1, --limit >= 0 and 0 <= --skip < --steps")
+    try:
+        import torch
+    except ImportError as e:
+        print(f"torch_mainjob.py: skip: torch is not importable by {sys.executable} ({e}); "
+              "scripts/setup-bench.sh prints a python that has it", file=sys.stderr)
+        return NO_TORCH
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    try:
+        parameters, step_s, cpu_s, losses = train(torch, a)
+    except (Skip, ValueError, RuntimeError, OSError) as e:
+        print(f"torch_mainjob.py: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
+    print(json.dumps({
+        "bench": "torch_mainjob", "model": a.model, "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "mkldnn": torch.backends.mkldnn.is_available(), "parameters": parameters, "batch": a.batch,
+        "steps": a.steps, "skip": a.skip, "images_per_s": a.batch * len(step_s) / sum(step_s),
+        "step_s": sum(step_s) / len(step_s), "step_s_median": statistics.median(step_s),
+        "cpu_s": sum(cpu_s) / len(cpu_s), "first_loss": losses[0], "last_loss": losses[-1],
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
