@@ -187,6 +187,29 @@ TEST(GraphSpecParser, BlocksExpandWithParametersAndPaths) {
   EXPECT_EQ(inputs_of(g, "5"), "4.1.3,4.1.3");
 }
 
+// The examples of docs/models.md build, with the node names the document gives.
+TEST(GraphSpecParser, TheDocumentedExamplesBuild) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const std::string resnet =
+      "block res(c) { conv(out=$c,k=3,pad=1), batchnorm, relu, conv(out=$c,k=3,pad=1), batchnorm, add[prev, in], relu }\n"
+      "conv(out=16,k=3,pad=1), relu, res(c=16)*3, maxpool(k=2), conv(out=32,k=3,pad=1), relu, res(c=32)*3,\n"
+      "gap, flatten, linear(out=10)";
+  EXPECT_EQ(inputs_of(parse_model_spec(resnet), "2.5"), "2.4,1");
+  Sequential<float> r(resnet, {2, 3, 16, 16}, self, 1);
+  EXPECT_EQ(r.shape(r.size()), (Shape4{2, 10, 1, 1}));
+  const std::string unet =
+      "block up(c, skip) { deconv(out=$c,k=2,stride=2), concat[prev, $skip], conv(out=$c,k=3,pad=1), relu }\n"
+      "e1: conv(out=16,k=3,pad=1), relu, maxpool(k=2), e2: conv(out=32,k=3,pad=1), relu, maxpool(k=2),\n"
+      "conv(out=64,k=3,pad=1), relu, up(c=32, skip=e2), up(c=16, skip=e1), conv(out=1,k=1)";
+  EXPECT_EQ(inputs_of(parse_model_spec(unet), "8.1"), "8.0,e2");
+  Sequential<float> u(unet, {1, 1, 16, 16}, self, 1);
+  EXPECT_EQ(u.shape(u.size()), (Shape4{1, 1, 16, 16}));
+  Sequential<float> level("e1: conv(out=16,k=3,pad=1), relu, maxpool(k=2), conv(out=32,k=3,pad=1), relu,"
+                          "deconv(out=16,k=2,stride=2), concat[prev, e1], conv(out=16,k=3,pad=1), relu, conv(out=1,k=1)",
+                          {1, 1, 16, 16}, self, 1);
+  EXPECT_EQ(level.shape(7), (Shape4{1, 32, 16, 16}));  // the concat
+}
+
 TEST(GraphSpecParser, ErrorsSayWhereAndWhat) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"conv(out=4)[a", "unbalanced '['"},
