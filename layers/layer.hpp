@@ -10,7 +10,10 @@
 // distributed on the same process grid as its input, with the balanced partition of the
 // output shape.
 
+#include <cstddef>
 #include <memory>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,12 @@ namespace tessera::layers {
 
 template <class T>
 using Tensor = DistArray<T>;
+
+// How many inputs a layer takes: [min, max]. Every single-input layer is {1, 1}.
+struct InputArity {
+  std::size_t min = 1, max = 1;
+  static constexpr std::size_t unbounded = static_cast<std::size_t>(-1);
+};
 
 template <class T>
 class Layer {
@@ -69,6 +78,58 @@ class Layer {
   // the rows and columns of the box matter: ranks of one sample group hold the same slice.
   // The default does nothing: layers with replicated or no parameters ignore it.
   virtual void place(const Box& /*owned_output*/) {}
+
+  // ---- Several inputs (models/graph.hpp) ------------------------------------------------
+  // A graph node calls a layer only through these. Their defaults are the single-input
+  // methods above, so a single-input layer (built-in or custom) implements nothing more;
+  // a layer with several inputs (add, concat) derives from MultiInputLayer below and
+  // implements these instead. Inputs are listed in the node's order; every input shares
+  // the output's process grid.
+  virtual InputArity arity() const { return {}; }
+  virtual Shape4 output_shape_multi(std::span<const Shape4> inputs) const { return output_shape(only(inputs)); }
+  // The box of input `index` that `output` needs (the window rule per input).
+  virtual Box input_window_multi(const Box& output, std::size_t index, std::span<const Shape4> inputs) const {
+    (void)index;
+    return input_window(output, only(inputs));
+  }
+  virtual void forward_multi(std::span<const Tensor<T>* const> xs, const Tensor<T>& y) { forward(*only(xs), y); }
+  // dxs[i]: d(loss)/d(input i), owned cells written (overwritten, not added to: the
+  // graph sums the gradients of an input read by several nodes itself).
+  virtual void backward_multi(const Tensor<T>& dy, std::span<const Tensor<T>* const> dxs) { backward(dy, *only(dxs)); }
+
+ private:
+  template <class E>
+  const E& only(std::span<E> inputs) const {
+    if (inputs.size() != 1)
+      throw std::invalid_argument(kind() + " takes one input, not " + std::to_string(inputs.size()));
+    return inputs[0];
+  }
+};
+
+// The base of a layer with several inputs: it implements the multi-input methods, and the
+// single-input ones become the one-input case of them (so that code holding a Layer<T>&
+// still works on it).
+template <class T>
+class MultiInputLayer : public Layer<T> {
+ public:
+  InputArity arity() const override = 0;
+  Shape4 output_shape_multi(std::span<const Shape4> inputs) const override = 0;
+  Box input_window_multi(const Box& output, std::size_t index, std::span<const Shape4> inputs) const override = 0;
+  void forward_multi(std::span<const Tensor<T>* const> xs, const Tensor<T>& y) override = 0;
+  void backward_multi(const Tensor<T>& dy, std::span<const Tensor<T>* const> dxs) override = 0;
+
+  Shape4 output_shape(const Shape4& input) const final { return output_shape_multi(std::span(&input, 1)); }
+  Box input_window(const Box& output, const Shape4& input) const final {
+    return input_window_multi(output, 0, std::span(&input, 1));
+  }
+  void forward(const Tensor<T>& x, const Tensor<T>& y) final {
+    const Tensor<T>* xs[] = {&x};
+    forward_multi(xs, y);
+  }
+  void backward(const Tensor<T>& dy, const Tensor<T>& dx) final {
+    const Tensor<T>* dxs[] = {&dx};
+    backward_multi(dy, dxs);
+  }
 };
 
 }  // namespace tessera::layers

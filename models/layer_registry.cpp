@@ -12,6 +12,7 @@
 #include "layers/lcn.hpp"
 #include "layers/linear.hpp"
 #include "layers/locally_connected.hpp"
+#include "layers/merge.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/spec_options.hpp"
 #include "layers/upsample.hpp"
@@ -88,6 +89,15 @@ void add_builtins(LayerRegistry& r) {
         }));
   r.add("gap", head([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
           return std::make_unique<layers::GlobalAvgPool<float>>(layers::GlobalAvgPool<float>::parse(o));
+        }));
+  // The joins of graph models: several inputs, no halo.
+  r.add("add", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+          expect_no_options("add", o);
+          return std::make_unique<layers::Add<float>>();
+        }));
+  r.add("concat", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+          expect_no_options("concat", o);
+          return std::make_unique<layers::Concat<float>>();
         }));
   r.add("upsample", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
           return std::make_unique<layers::Upsample<float>>(layers::UpsampleOptions::parse(o));

@@ -1,0 +1,168 @@
+#pragma once
+// Graph: a model as a DAG of layers (docs/models.md, "Graph models"). Node i runs one
+// layer on the outputs of earlier nodes; Sequential (models/sequential.hpp) is the chain
+// case and every model — presets, chain specs, graph specs, GraphBuilder — runs here.
+//
+//   Graph<float> model(parse_model_spec(spec), {8, 3, 32, 32}, grid, /*seed=*/1);
+//   const auto& y = model.forward(model.input());
+//   model.zero_grad(); model.backward(model.output_gradient());
+//
+// Numbering. Nodes are kept in a topological order (ties: declaration order, so a chain,
+// or a graph written in order, keeps its declaration order). Activation 0 is the model
+// input, activation i+1 the output of node i; the model output is the last node's.
+//
+// Halos. An activation is allocated once, with the union (per side, the widest) of the
+// halos its readers' windows need: a tensor read by a 3x3 and a 5x5 conv carries the 5x5's
+// halo, and each reader's exchange fills only what its own window needs.
+//
+// Gradients. Backward runs the nodes in reverse order. A layer's backward overwrites its
+// dx (owned cells, after accumulating its halo contributions into their owners), so an
+// activation read by several nodes (or twice by one) gets its gradient as a sum: the first
+// reader to run backward writes the activation's gradient array directly; every later one
+// writes a scratch array (the same owned box, with at least the halo that reader needs)
+// whose owned cells — complete once that reader's accumulate exchange is done — are then
+// added into the gradient. Scratch arrays are pooled per (grid, shape), as many as one node
+// needs at once (usually one), and shared by every activation of that shape: a ResNet of
+// equal blocks needs one. The gradient of an activation is final once its producer's
+// backward starts (every reader comes later in the order), so after_layer(i) still marks
+// node i's parameter gradients final for the gradient buckets.
+//
+// Memory. Every activation and activation gradient is allocated once, at construction,
+// and kept for the model's life: layers keep their input for backward, models/tica.hpp and
+// the trainer read activations and gradients by index, and a training step allocates
+// nothing. (Reusing a gradient array once its producer's backward is done, for arrays of
+// the same shape, is the saving left to make.)
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distarray/process_grid.hpp"
+#include "layers/layer.hpp"
+#include "models/layer_registry.hpp"
+#include "models/memory_plan.hpp"
+#include "models/spec_parser.hpp"
+
+namespace tessera::models {
+
+// (node index, parameter): the state_dict key is "<index>.<name>", the checkpoint's
+// "/params/<index>/<name>" (models/checkpoint_content.hpp's LayerParameters).
+template <class T>
+using IndexedParameters = std::vector<std::pair<int, layers::Parameter<T>*>>;
+
+// The initialisation seed of node `index` of a model built from `seed` (a hash, so that
+// neighbouring layers draw unrelated streams). Objects that own parameters beside the
+// model (models/tica.hpp's decoders) draw theirs as layers size(), size()+1, ...
+std::uint64_t layer_seed(std::uint64_t seed, std::size_t index);
+
+template <class T>
+class Graph {
+  static_assert(std::is_same_v<T, float>, "Graph: the layer registry builds fp32 layers");
+
+ public:
+  // input: global (N, C, H, W). Collective over `grid` (head grids are created). Throws
+  // std::invalid_argument, before allocating anything, for a node defined twice, an
+  // unknown input name, a cycle, a node nobody reads (only the last node, the output, may
+  // be unread), the wrong number of inputs, shapes a layer cannot take (add's inputs of
+  // different shapes), an unknown layer or bad options — naming the node. `grid` must
+  // outlive the model.
+  Graph(const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid, std::uint64_t seed,
+        const LayerRegistry& registry = LayerRegistry::global());
+  virtual ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // What this rank would allocate for the same arguments, without allocating it.
+  static MemoryPlan memory_plan(const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid,
+                                const LayerRegistry& registry = LayerRegistry::global());
+
+  // The model's input array, allocated with the union of its readers' halos.
+  layers::Tensor<T>& input() { return activations_.front(); }
+
+  // Runs every node; returns the output. x: distributed as input() with at least its halo
+  // — usually input() itself; it must stay alive until backward (layers keep it).
+  const layers::Tensor<T>& forward(const layers::Tensor<T>& x);
+  // Runs nodes 0..last only; returns activation last+1.
+  const layers::Tensor<T>& forward_through(const layers::Tensor<T>& x, std::size_t last);
+  // Adds every parameter's local gradient contribution; dy distributed as output().
+  // Returns the gradient w.r.t. the input. after_layer(i) runs as soon as node i's
+  // backward is done (its parameter gradients are then final).
+  const layers::Tensor<T>& backward(const layers::Tensor<T>& dy);
+  const layers::Tensor<T>& backward(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer);
+
+  // Activation i (0: the input, size(): the output) and its gradient array.
+  const layers::Tensor<T>& activation(std::size_t i) const { return activations_.at(i); }
+  layers::Tensor<T>& gradient(std::size_t i) { return gradients_.at(i); }
+  const layers::Tensor<T>& output() const { return activations_.back(); }
+  layers::Tensor<T>& output_gradient() { return gradients_.back(); }
+  const ProcessGrid& output_grid() const { return *grids_.back(); }
+
+  IndexedParameters<T> params();  // node order, weight before bias
+  std::vector<layers::Parameter<T>*> parameters();
+  void zero_grad();
+  void set_training(bool training);
+  void set_halo_config(const layers::WindowedConfig& config);
+
+  std::int64_t parameter_count();
+  std::int64_t local_parameter_bytes();
+  // Every activation, activation gradient and gradient scratch array, halos included.
+  std::int64_t local_activation_bytes() const;
+  // One line per node: index, spec form (and name and inputs where not a chain step),
+  // output shape, parameter count; then the total.
+  std::string describe();
+
+  std::size_t size() const { return nodes_.size(); }
+  layers::Layer<T>& layer(std::size_t i) { return *nodes_.at(i).layer; }
+  const Shape4& shape(std::size_t activation) const { return shapes_.at(activation); }  // 0: input
+  // Node i's name ("3", "skip", "res1.2") and the activations it reads, in order.
+  const std::string& node_name(std::size_t i) const { return nodes_.at(i).name; }
+  const std::vector<std::size_t>& node_inputs(std::size_t i) const { return nodes_.at(i).inputs; }
+  // The halo activation i (and its gradient) is allocated with.
+  const HaloWidths& halo(std::size_t activation) const { return halos_.at(activation); }
+
+ protected:
+  struct PlanOnly {};
+  Graph(PlanOnly, const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid, const LayerRegistry& registry);
+  std::string where(std::size_t i) const;  // "layer 3 (maxpool(k=2))", `layer 5 "skip" (relu)`
+
+ private:
+  struct Node {
+    std::string name;
+    SpecEntry entry;
+    std::vector<std::size_t> inputs;  // activation indices
+    const LayerRecipe* recipe = nullptr;
+    std::unique_ptr<layers::Layer<T>> layer;
+    // Filled by allocate(): what forward reads (slot of activation 0 patched per call),
+    // where backward writes each input's gradient, and which scratch sums follow.
+    std::vector<const layers::Tensor<T>*> xs, dxs;
+    std::vector<std::pair<std::size_t, std::size_t>> sums;  // (scratch index, activation)
+  };
+  struct ScratchPlan {
+    const ProcessGrid* grid;
+    Shape4 shape;
+    HaloWidths halo;
+  };
+
+  void order(const GraphSpec& spec);  // checks the structure, fills nodes_ in topological order
+  void build(const LayerRegistry& registry, std::uint64_t seed);
+  void lay_out();  // partitions, halos_ (unions over readers), the scratch plan
+  void allocate();
+  void place();
+
+  std::vector<Node> nodes_;
+  std::vector<Shape4> shapes_;                            // [a]: activation a
+  std::vector<const ProcessGrid*> grids_;                 // [a]: grid of activation a
+  std::vector<std::unique_ptr<ProcessGrid>> head_grids_;  // owned by the model
+  std::vector<HaloWidths> halos_;                         // [a]: of activation a (and its gradient)
+  std::vector<layers::Tensor<T>> activations_, gradients_;
+  std::vector<ScratchPlan> scratch_plan_;
+  std::vector<std::vector<std::size_t>> scratch_use_;     // [node][slot]: scratch index or npos (direct)
+  std::vector<layers::Tensor<T>> scratch_;
+};
+
+extern template class Graph<float>;
+
+}  // namespace tessera::models
