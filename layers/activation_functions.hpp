@@ -6,6 +6,10 @@
 // gradient(x, dy) is dx = d value / d x at the input x times dy (backward keeps x, not y).
 // It selects rather than multiplies where PyTorch's backward selects, so a NaN or infinite
 // dy where the slope is 0 gives 0, not 0 * NaN; NaN inputs propagate as in PyTorch.
+//
+// Kernels evaluate f.typed<T>(): the function with its options converted to T once (the
+// leaky slope), so no cell converts from double. exp, tanh and select (a
+// branch-free ?:) are layers/fp32_math.hpp's, which vectorise on the host.
 
 #include <Kokkos_Core.hpp>
 
@@ -14,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "layers/fp32_math.hpp"
 #include "layers/nan_aware.hpp"
 #include "layers/spec_options.hpp"
 
@@ -26,9 +31,11 @@ struct Relu {
   static Relu parse(SpecOptions&) { return {}; }
   std::string to_spec() const { return ""; }
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return nan_aware::clamp_min(x, T(0)); }
+  Relu typed() const { return *this; }
   template <class T>
-  KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return x <= T(0) ? T(0) : dy; }
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return fp32_math::select(x < T(0), T(0), x); }  // clamp_min
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return fp32_math::select(x <= T(0), T(0), dy); }
 };
 
 // leakyrelu(x) = x for x > 0, slope * x otherwise (so NaN -> NaN); slope defaults to
@@ -59,9 +66,17 @@ struct LeakyRelu {
     return s.str();
   }
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return x > T(0) ? x : T(slope) * x; }
+  struct Typed {
+    T slope;
+    KOKKOS_INLINE_FUNCTION T value(T x) const { return fp32_math::select(x > T(0), x, slope * x); }
+    KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return fp32_math::select(x > T(0), dy, dy * slope); }
+  };
   template <class T>
-  KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return x > T(0) ? dy : dy * T(slope); }
+  Typed<T> typed() const { return {static_cast<T>(slope)}; }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return Typed<T>{T(slope)}.value(x); }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return Typed<T>{T(slope)}.gradient(x, dy); }
 };
 
 // sigmoid and tanh propagate NaN by arithmetic and saturate at +-inf (slope 0), as PyTorch.
@@ -70,7 +85,9 @@ struct Sigmoid {
   static Sigmoid parse(SpecOptions&) { return {}; }
   std::string to_spec() const { return ""; }
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return T(1) / (T(1) + Kokkos::Experimental::exp(-x)); }
+  Sigmoid typed() const { return *this; }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return T(1) / (T(1) + fp32_math::exp(-x)); }
   template <class T>
   KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const {
     const T s = value(x);
@@ -83,7 +100,9 @@ struct Tanh {
   static Tanh parse(SpecOptions&) { return {}; }
   std::string to_spec() const { return ""; }
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return Kokkos::Experimental::tanh(x); }
+  Tanh typed() const { return *this; }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return fp32_math::tanh(x); }
   template <class T>
   KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const {
     const T t = value(x);
