@@ -2,7 +2,8 @@
 // Activation<T, Fn>: a pointwise layer (relu, leakyrelu, sigmoid, tanh; the functions are
 // in layers/activation_functions.hpp). Its window is the output box itself, so Windowed
 // takes the local path: no halo, no exchange, forward or backward. One forward and one
-// backward kernel serve every function; x is kept for backward (dx = f.gradient(x, dy)).
+// backward kernel serve every function. Backward keeps x (relu, leakyrelu) or, where the
+// slope is a function of the output, y (sigmoid, tanh; Fn::from_output), as PyTorch does.
 // The kernels are row ops (layers/cell_loop.hpp): vectorised rows on the host, one cell
 // per thread with w fastest on CUDA.
 
@@ -43,19 +44,22 @@ struct Forward {
   }
 };
 
+// saved: forward's x, or its y where F::from_output.
 template <class F, class T>
 struct Backward {
   F f;
-  Rows<const T> x, dy;
+  Rows<const T> saved, dy;
   Rows<T> dx;
   struct Row {
     F f;
-    const T *x, *dy;
+    const T *saved, *dy;
     T* dx;
-    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { dx[w] = f.gradient(x[w], dy[w]); }
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
+      dx[w] = activation_functions::gradient_from_saved(f, saved[w], dy[w]);
+    }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
-    return {f, x.row(n, c, h), dy.row(n, c, h), dx.row(n, c, h)};
+    return {f, saved.row(n, c, h), dy.row(n, c, h), dx.row(n, c, h)};
   }
 };
 
@@ -79,12 +83,12 @@ class Activation final : public Layer<T> {
       for_each_row("tessera::activation_forward", extents_of(ys),
                    activation_kernels::Forward<Typed, T>{typed(), rows_of(x.local(out)), rows_of(ys)});
     });
-    saved_x_.emplace(x);
+    saved_.emplace(Fn::from_output ? y : x);
   }
 
   void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
-    if (!saved_x_) throw std::logic_error(kind() + ": backward() before forward()");
-    const Tensor<T>& x = *saved_x_;
+    if (!saved_) throw std::logic_error(kind() + ": backward() before forward()");
+    const Tensor<T>& x = *saved_;  // x, or y where Fn::from_output: distributed alike
     if (!(dx.distribution() == x.distribution()))
       throw std::invalid_argument(kind() + ": dx is " + dx.distribution().describe() + " but forward's x was " +
                                   x.distribution().describe());
@@ -107,7 +111,7 @@ class Activation final : public Layer<T> {
 
   Fn f_;
   Windowed<T> windowed_;
-  std::optional<Tensor<T>> saved_x_;
+  std::optional<Tensor<T>> saved_;  // forward's x, or its y where Fn::from_output
 };
 
 template <class T>
