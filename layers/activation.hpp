@@ -2,7 +2,10 @@
 // Activation<T, Fn>: a pointwise layer (relu, leakyrelu, sigmoid, tanh; the functions are
 // in layers/activation_functions.hpp). Its window is the output box itself, so Windowed
 // takes the local path: no halo, no exchange, forward or backward. One forward and one
-// backward kernel serve every function; x is kept for backward (dx = f.gradient(x, dy)).
+// backward kernel serve every function. Backward keeps x (relu, leakyrelu) or, where the
+// slope is a function of the output, y (sigmoid, tanh; Fn::from_output), as PyTorch does.
+// The kernels are row ops (layers/cell_loop.hpp): vectorised rows on the host, one cell
+// per thread with w fastest on CUDA.
 
 #include <Kokkos_Core.hpp>
 
@@ -12,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "layers/activation_functions.hpp"
 #include "layers/cell_loop.hpp"
@@ -23,24 +27,39 @@ namespace tessera::layers {
 
 namespace activation_kernels {
 
-template <class Fn, class In, class Out>
+// Row ops for for_each_row (layers/cell_loop.hpp); F is Fn::typed<T>().
+template <class F, class T>
 struct Forward {
-  Fn f;
-  In x;
-  Out y;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    y(n, c, h, w) = f.value(x(n, c, h, w));
+  F f;
+  Rows<const T> x;
+  Rows<T> y;
+  struct Row {
+    F f;
+    const T* x;
+    T* y;
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = f.value(x[w]); }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {f, x.row(n, c, h), y.row(n, c, h)};
   }
 };
 
-template <class Fn, class In, class Grad, class Out>
+// saved: forward's x, or its y where F::from_output.
+template <class F, class T>
 struct Backward {
-  Fn f;
-  In x;
-  Grad dy;
-  Out dx;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    dx(n, c, h, w) = f.gradient(x(n, c, h, w), dy(n, c, h, w));
+  F f;
+  Rows<const T> saved, dy;
+  Rows<T> dx;
+  struct Row {
+    F f;
+    const T *saved, *dy;
+    T* dx;
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
+      dx[w] = activation_functions::gradient_from_saved(f, saved[w], dy[w]);
+    }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {f, saved.row(n, c, h), dy.row(n, c, h), dx.row(n, c, h)};
   }
 };
 
@@ -60,28 +79,26 @@ class Activation final : public Layer<T> {
 
   void forward(const Tensor<T>& x, const Tensor<T>& y) override {
     windowed_.forward(*this, x, y, [&](const Box& out) {
-      const auto xs = x.local(out);
       const auto ys = y.local(out);
-      for_each_cell("tessera::activation_forward", ys,
-                    activation_kernels::Forward<Fn, decltype(xs), decltype(ys)>{f_, xs, ys});
+      for_each_row("tessera::activation_forward", extents_of(ys),
+                   activation_kernels::Forward<Typed, T>{typed(), rows_of(x.local(out)), rows_of(ys)});
     });
-    saved_x_.emplace(x);
+    saved_.emplace(Fn::from_output ? y : x);
   }
 
   void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
-    if (!saved_x_) throw std::logic_error(kind() + ": backward() before forward()");
-    const Tensor<T>& x = *saved_x_;
+    if (!saved_) throw std::logic_error(kind() + ": backward() before forward()");
+    const Tensor<T>& x = *saved_;  // x, or y where Fn::from_output: distributed alike
     if (!(dx.distribution() == x.distribution()))
       throw std::invalid_argument(kind() + ": dx is " + dx.distribution().describe() + " but forward's x was " +
                                   x.distribution().describe());
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& window) {
-          const auto xs = x.local(window);
-          const auto dys = dy.local(window);
           const auto dxs = dx.local(window);
-          for_each_cell("tessera::activation_backward", dxs,
-                        activation_kernels::Backward<Fn, decltype(xs), decltype(dys), decltype(dxs)>{f_, xs, dys, dxs});
+          for_each_row("tessera::activation_backward", extents_of(dxs),
+                       activation_kernels::Backward<Typed, T>{typed(), rows_of(x.local(window)),
+                                                              rows_of(dy.local(window)), rows_of(dxs)});
         },
         [] {});
   }
@@ -89,9 +106,12 @@ class Activation final : public Layer<T> {
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
 
  private:
+  using Typed = decltype(std::declval<const Fn&>().template typed<T>());
+  Typed typed() const { return f_.template typed<T>(); }
+
   Fn f_;
   Windowed<T> windowed_;
-  std::optional<Tensor<T>> saved_x_;
+  std::optional<Tensor<T>> saved_;  // forward's x, or its y where Fn::from_output
 };
 
 template <class T>

@@ -3,9 +3,16 @@
 // policy with its spec name, its options, and value/gradient as device functions, so one
 // layer class and one pair of kernels serve them all.
 //
-// gradient(x, dy) is dx = d value / d x at the input x times dy (backward keeps x, not y).
+// gradient(x, dy) is dx = d value / d x at the input x times dy. Where the slope is a
+// function of the output (sigmoid, tanh: from_output), backward keeps y instead of x, as
+// PyTorch does, and uses gradient_from_output(y, dy), the same expression on the same
+// rounded y, so no exp is recomputed; relu and leakyrelu keep x (from_output = false).
 // It selects rather than multiplies where PyTorch's backward selects, so a NaN or infinite
 // dy where the slope is 0 gives 0, not 0 * NaN; NaN inputs propagate as in PyTorch.
+//
+// Kernels evaluate f.typed<T>(): the function with its options converted to T once (the
+// leaky slope), so no cell converts from double. exp, tanh and select (a
+// branch-free ?:) are layers/fp32_math.hpp's, which vectorise on the host.
 
 #include <Kokkos_Core.hpp>
 
@@ -14,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "layers/fp32_math.hpp"
 #include "layers/nan_aware.hpp"
 #include "layers/spec_options.hpp"
 
@@ -25,10 +33,13 @@ struct Relu {
   static constexpr const char* name = "relu";
   static Relu parse(SpecOptions&) { return {}; }
   std::string to_spec() const { return ""; }
+  static constexpr bool from_output = false;
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return nan_aware::clamp_min(x, T(0)); }
+  Relu typed() const { return *this; }
   template <class T>
-  KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return x <= T(0) ? T(0) : dy; }
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return fp32_math::select(x < T(0), T(0), x); }  // clamp_min
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return fp32_math::select(x <= T(0), T(0), dy); }
 };
 
 // leakyrelu(x) = x for x > 0, slope * x otherwise (so NaN -> NaN); slope defaults to
@@ -58,10 +69,20 @@ struct LeakyRelu {
     s << "slope=" << slope;
     return s.str();
   }
+  static constexpr bool from_output = false;
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return x > T(0) ? x : T(slope) * x; }
+  struct Typed {
+    static constexpr bool from_output = false;
+    T slope;
+    KOKKOS_INLINE_FUNCTION T value(T x) const { return fp32_math::select(x > T(0), x, slope * x); }
+    KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return fp32_math::select(x > T(0), dy, dy * slope); }
+  };
   template <class T>
-  KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return x > T(0) ? dy : dy * T(slope); }
+  Typed<T> typed() const { return {static_cast<T>(slope)}; }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return Typed<T>{T(slope)}.value(x); }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return Typed<T>{T(slope)}.gradient(x, dy); }
 };
 
 // sigmoid and tanh propagate NaN by arithmetic and saturate at +-inf (slope 0), as PyTorch.
@@ -69,11 +90,17 @@ struct Sigmoid {
   static constexpr const char* name = "sigmoid";
   static Sigmoid parse(SpecOptions&) { return {}; }
   std::string to_spec() const { return ""; }
+  static constexpr bool from_output = true;
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return T(1) / (T(1) + Kokkos::Experimental::exp(-x)); }
+  Sigmoid typed() const { return *this; }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return T(1) / (T(1) + fp32_math::exp(-x)); }
   template <class T>
   KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const {
-    const T s = value(x);
+    return gradient_from_output(value(x), dy);
+  }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T gradient_from_output(T s, T dy) const {
     return dy * (T(1) - s) * s;  // PyTorch's sigmoid_backward order
   }
 };
@@ -82,13 +109,26 @@ struct Tanh {
   static constexpr const char* name = "tanh";
   static Tanh parse(SpecOptions&) { return {}; }
   std::string to_spec() const { return ""; }
+  static constexpr bool from_output = true;
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return Kokkos::Experimental::tanh(x); }
+  Tanh typed() const { return *this; }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return fp32_math::tanh(x); }
   template <class T>
   KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const {
-    const T t = value(x);
+    return gradient_from_output(value(x), dy);
+  }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T gradient_from_output(T t, T dy) const {
     return dy * (T(1) - t * t);
   }
 };
+
+// dx from what backward keeps (x, or y where F::from_output) and dy.
+template <class F, class T>
+KOKKOS_INLINE_FUNCTION T gradient_from_saved(const F& f, T saved, T dy) {
+  if constexpr (F::from_output) return f.gradient_from_output(saved, dy);
+  else return f.gradient(saved, dy);
+}
 
 }  // namespace tessera::layers::activation_functions

@@ -122,10 +122,9 @@ class BatchNorm2d final : public Layer<T> {
         *this, dy, dx,
         [&](const Box& window) {
           const auto xs = s.x.local(window), dys = dy.local(window);
-          const Shape4 e = window.shape();
           batch_norm::channel_sums(
-              batch_norm::GradientMoments<decltype(xs), T>{xs, dys, row(Row::mean), row(Row::inv_std)}, e[N], e[H],
-              e[W], work_.sums);
+              batch_norm::GradientMoments<T>{rows_of(xs), rows_of(dys), row(Row::mean), row(Row::inv_std)},
+              extents_of(xs), work_.sums);
           if (weight_) batch_norm::add_sums_to(weight_->grad, work_.sums, 1);  // sum dy * xhat
           if (bias_) batch_norm::add_sums_to(bias_->grad, work_.sums, 0);      // sum dy
           const auto& h = work_.host;
@@ -197,9 +196,9 @@ class BatchNorm2d final : public Layer<T> {
   // the running statistics (unbiased variance) and count_.
   template <class X>
   void batch_statistics(const ProcessGrid& grid, const X& xs) {
-    const auto e = [&](int d) { return static_cast<std::int64_t>(xs.extent(d)); };
-    batch_norm::channel_sums(batch_norm::Moments<X>{xs}, e(0), e(2), e(3), work_.sums);
-    work_.host_sums(2 * channels_) = static_cast<double>(e(0) * e(2) * e(3));  // the count rides in the same message
+    const CellExtents e = extents_of(xs);
+    batch_norm::channel_sums(batch_norm::Moments<T>{rows_of(xs)}, e, work_.sums);
+    work_.host_sums(2 * channels_) = static_cast<double>(e.n * e.h * e.w);  // the count rides in the same message
     take_sums(2 * channels_ + 1, grid);
     const auto sums = work_.host_sums;
     const auto channels = static_cast<std::size_t>(channels_);

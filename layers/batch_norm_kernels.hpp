@@ -1,11 +1,17 @@
 #pragma once
-// The Kokkos kernels of BatchNorm2d, written once for every backend. Free functions, not
-// members: CUDA allows extended lambdas only there. All take the owned cells of NCHW
+// The Kokkos kernels of BatchNorm2d, written once for every backend as row ops
+// (layers/cell_loop.hpp): vectorised rows with the per-channel values hoisted on the host,
+// one cell per thread with w fastest on CUDA. Free functions and functors, not members: CUDA
+// allows extended lambdas only outside class members. All take the owned cells of NCHW
 // subviews; per-channel values (mean, 1/std, coefficients) are dense device vectors.
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
+
+#include "layers/cell_loop.hpp"
 
 namespace tessera::layers::batch_norm {
 
@@ -16,36 +22,97 @@ using ChannelVector = Kokkos::View<T*, Kokkos::LayoutRight, Kokkos::DefaultExecu
 template <class T>
 using ChannelTable = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::DefaultExecutionSpace::memory_space>;
 
-// Per channel c, two sums over every owned (n, h, w): cells.first(n, c, h, w) into
-// sums(0, c) and cells.second(n, c, h, w) into sums(1, c), in double — read row-major, the
-// layout the group reduction sends in one message. One team per channel.
-template <class Cells>
-void channel_sums(const Cells& cells, std::int64_t samples, std::int64_t height, std::int64_t width,
-                  const ChannelTable<double>& sums) {
+// Per channel c, two sums over every cell (n, h, w) of extents e: op(n, c, h) returns the
+// row's g, g(w) = {first, second} (Kokkos::pair<T, T>); sum first into sums(0, c) and
+// second into sums(1, c) — row-major, the layout the group reduction sends in one message.
+//
+// Host: one parallel reduction over the (n, c) planes into all 2C sums at once, so every
+// thread has work whatever C is; each row is summed in T by the vectorised row loop, the
+// rows in double (a row's rounding error is that of ~W/8 additions in T, the sum over rows
+// that of double). CUDA: one team per channel, a reduction over its cells flattened with w
+// fastest (consecutive threads read consecutive addresses), in double.
+namespace detail {
+
+template <class Op>
+struct HostChannelSums {
+  using value_type = double[];
+  using size_type = std::size_t;
+  size_type value_count;  // 2C
+  Op op;
+  std::int64_t channels, height, width;
+
+  void operator()(const std::int64_t plane, value_type sums) const {
+    using T = decltype(op(0, 0, 0)(0).first);
+    const std::int64_t n = plane / channels, c = plane % channels;
+    double first = 0, second = 0;
+    for (std::int64_t h = 0; h < height; ++h) {
+      const auto row = host_row_sums<T>(op(n, c, h), width);
+      first += static_cast<double>(row.first);
+      second += static_cast<double>(row.second);
+    }
+    sums[c] += first;
+    sums[channels + c] += second;
+  }
+  void init(value_type sums) const {
+    for (size_type i = 0; i < value_count; ++i) sums[i] = 0;
+  }
+  void join(volatile double* into, const volatile double* from) const {
+    for (size_type i = 0; i < value_count; ++i) into[i] = into[i] + from[i];  // Kokkos 3.4 joins through volatile
+  }
+};
+
+template <class Op>
+struct DeviceChannelSums {
   using Team = Kokkos::TeamPolicy<>::member_type;
-  const std::int64_t per_channel = samples * height * width;
-  Kokkos::parallel_for(
-      "tessera::batch_norm::channel_sums", Kokkos::TeamPolicy<>(static_cast<int>(sums.extent(1)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Team& team) {
-        const std::int64_t c = team.league_rank();
-        double first = 0, second = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, per_channel),
-            [&](const std::int64_t i, double& s) {
-              s += cells.first(i / (height * width), c, (i / width) % height, i % width);
-            },
-            first);
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, per_channel),
-            [&](const std::int64_t i, double& s) {
-              s += cells.second(i / (height * width), c, (i / width) % height, i % width);
-            },
-            second);
-        Kokkos::single(Kokkos::PerTeam(team), [&] {
-          sums(0, c) = first;
-          sums(1, c) = second;
-        });
-      });
+  Op op;
+  std::int64_t height, width;
+  std::int64_t per_channel;
+  ChannelTable<double> sums;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const std::int64_t c = team.league_rank();
+    const std::int64_t plane = height * width;
+    double first = 0, second = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, per_channel),
+        [&](const std::int64_t i, double& s) {
+          s += static_cast<double>(op(i / plane, c, (i / width) % height)(i % width).first);
+        },
+        first);
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, per_channel),
+        [&](const std::int64_t i, double& s) {
+          s += static_cast<double>(op(i / plane, c, (i / width) % height)(i % width).second);
+        },
+        second);
+    Kokkos::single(Kokkos::PerTeam(team), [&] {
+      sums(0, c) = first;
+      sums(1, c) = second;
+    });
+  }
+};
+
+}  // namespace detail
+
+template <class Op>
+void channel_sums(const Op& op, const CellExtents& e, const ChannelTable<double>& sums) {
+  const std::int64_t channels = static_cast<std::int64_t>(sums.extent(1));
+  if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
+    const Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums.data(),
+                                                                                                 2 * channels);
+    if (e.n * e.c == 0) {
+      Kokkos::deep_copy(result, 0.0);
+      return;
+    }
+    Kokkos::parallel_reduce("tessera::batch_norm::channel_sums",
+                            Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, e.n * e.c),
+                            detail::HostChannelSums<Op>{static_cast<std::size_t>(2 * channels), op, e.c, e.h, e.w},
+                            result);
+  } else {
+    Kokkos::parallel_for("tessera::batch_norm::channel_sums",
+                         Kokkos::TeamPolicy<>(static_cast<int>(channels), Kokkos::AUTO),
+                         detail::DeviceChannelSums<Op>{op, e.h, e.w, e.n * e.h * e.w, sums});
+  }
 }
 
 // grad(c) += sums(row, c) in grad's type: a tile's dgamma or dbeta, added where the gradient lives.
@@ -58,61 +125,87 @@ void add_sums_to(const Grad& grad, const ChannelTable<double>& sums, int row) {
 }
 
 // Forward statistics: sum x and sum x^2.
-template <class X>
+template <class T>
 struct Moments {
-  X x;
-  KOKKOS_INLINE_FUNCTION double first(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    return static_cast<double>(x(n, c, h, w));
-  }
-  KOKKOS_INLINE_FUNCTION double second(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    const double v = x(n, c, h, w);
-    return v * v;
+  Rows<const T> x;
+  struct Row {
+    const T* x;
+    KOKKOS_INLINE_FUNCTION Kokkos::pair<T, T> operator()(std::int64_t w) const { return {x[w], x[w] * x[w]}; }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {x.row(n, c, h)};
   }
 };
 
-// Backward sums: sum dy and sum dy * xhat, xhat = (x - mean) / std recomputed from x.
-template <class X, class T>
+// Backward sums: sum dy and sum dy * xhat, xhat = (x - mean) * inv_std recomputed from x.
+template <class T>
 struct GradientMoments {
-  X x, dy;
+  Rows<const T> x, dy;
   ChannelVector<T> mean, inv_std;
-  KOKKOS_INLINE_FUNCTION double first(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    return static_cast<double>(dy(n, c, h, w));
-  }
-  KOKKOS_INLINE_FUNCTION double second(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    return static_cast<double>(dy(n, c, h, w)) * static_cast<double>((x(n, c, h, w) - mean(c)) * inv_std(c));
+  struct Row {
+    const T *x, *dy;
+    T mean, inv_std;
+    KOKKOS_INLINE_FUNCTION Kokkos::pair<T, T> operator()(std::int64_t w) const {
+      return {dy[w], dy[w] * ((x[w] - mean) * inv_std)};
+    }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {x.row(n, c, h), dy.row(n, c, h), mean(c), inv_std(c)};
   }
 };
-
-template <class View>
-Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>> every_cell(const View& v) {
-  using I = std::int64_t;
-  return {{0, 0, 0, 0}, {I(v.extent(0)), I(v.extent(1)), I(v.extent(2)), I(v.extent(3))}};
-}
 
 // y = (x - mean) * scale + shift per channel (scale = gamma / std, shift = beta).
+template <class T>
+struct Normalize {
+  Rows<const T> x;
+  Rows<T> y;
+  ChannelVector<T> mean, scale, shift;
+  struct Row {
+    const T* x;
+    T* y;
+    T mean, scale, shift;
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = (x[w] - mean) * scale + shift; }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {x.row(n, c, h), y.row(n, c, h), mean(c), scale(c), shift(c)};
+  }
+};
+
 template <class T, class X, class Y>
 void normalize(const X& x, const Y& y, const ChannelVector<T>& mean, const ChannelVector<T>& scale,
                const ChannelVector<T>& shift) {
-  Kokkos::parallel_for(
-      "tessera::batch_norm::normalize", every_cell(y),
-      KOKKOS_LAMBDA(const std::int64_t n, const std::int64_t c, const std::int64_t h, const std::int64_t w) {
-        y(n, c, h, w) = (x(n, c, h, w) - mean(c)) * scale(c) + shift(c);
-      });
+  for_each_row("tessera::batch_norm::normalize", extents_of(y),
+               Normalize<T>{rows_of(x), rows_of(y), mean, scale, shift});
 }
 
 // dx = k * (dy - a - xhat * b) per channel, xhat = (x - mean) * inv_std: with k = gamma/std,
 // a = mean of dy, b = mean of dy*xhat over the statistics group this is the batch-norm
 // backward; with a = b = 0 it is the backward of fixed (running) statistics.
+template <class T>
+struct InputGradient {
+  Rows<const T> x, dy;
+  Rows<T> dx;
+  ChannelVector<T> mean, inv_std, k, a, b;
+  struct Row {
+    const T *x, *dy;
+    T* dx;
+    T mean, inv_std, k, a, b;
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
+      const T xhat = (x[w] - mean) * inv_std;
+      dx[w] = k * (dy[w] - a - xhat * b);
+    }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {x.row(n, c, h), dy.row(n, c, h), dx.row(n, c, h), mean(c), inv_std(c), k(c), a(c), b(c)};
+  }
+};
+
 template <class T, class X, class DX>
 void input_gradient(const X& x, const X& dy, const DX& dx, const ChannelVector<T>& mean,
                     const ChannelVector<T>& inv_std, const ChannelVector<T>& k, const ChannelVector<T>& a,
                     const ChannelVector<T>& b) {
-  Kokkos::parallel_for(
-      "tessera::batch_norm::input_gradient", every_cell(dx),
-      KOKKOS_LAMBDA(const std::int64_t n, const std::int64_t c, const std::int64_t h, const std::int64_t w) {
-        const T xhat = (x(n, c, h, w) - mean(c)) * inv_std(c);
-        dx(n, c, h, w) = k(c) * (dy(n, c, h, w) - a(c) - xhat * b(c));
-      });
+  for_each_row("tessera::batch_norm::input_gradient", extents_of(dx),
+               InputGradient<T>{rows_of(x), rows_of(dy), rows_of(dx), mean, inv_std, k, a, b});
 }
 
 }  // namespace tessera::layers::batch_norm

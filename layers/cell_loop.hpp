@@ -1,19 +1,261 @@
 #pragma once
-// for_each_cell: f(n, c, h, w) over every cell of a 4-D view, the loop of every
-// element-wise Kokkos kernel (activations, pooling, upsampling, deconv's crops). f is a
-// functor struct: CUDA allows extended lambdas only outside class members.
+// The loops of the element-wise Kokkos kernels (activations, batch norm, upsampling, global
+// average pooling, pooling, deconv's crops), laid out for each backend:
+//
+//   host (OpenMP/Serial)  a parallel loop over the rows (n, c, h); in each row one
+//                         contiguous loop over w, written for the vectoriser (`omp simd` on
+//                         raw row pointers) and, on x86-64 CPUs that have them, compiled a
+//                         second time for AVX2 + FMA and chosen at run time;
+//   CUDA                  one flat RangePolicy over every cell with w the fastest index, so
+//                         consecutive threads touch consecutive addresses (Kokkos 3.4's
+//                         MDRangePolicy makes the FIRST index fastest on CUDA: wrong for
+//                         row-major NCHW).
+//
+// A fast kernel is a "row op": op(n, c, h) returns the row's cell function g (raw row
+// pointers and per-channel constants, hoisted once per row), and g(w) does cell w. On the
+// host g(w) runs in the vectorised row loop; g may instead define host_row(width) to do a
+// whole host row itself (upsampling's repeated copies). On CUDA op(n, c, h)(w) runs once
+// per thread. Views reach kernels as Rows<T> (a data pointer and three strides; w has
+// stride 1), so the vectoriser sees unit-stride rows whatever the window.
+//
+// for_each_cell(label, view, f) keeps the cell form f(n, c, h, w) for kernels that gather
+// from windows (pooling, deconv's crop): the same row/flat layout, without the SIMD hint.
+// Functors, not lambdas in members: CUDA allows extended lambdas only outside class members.
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
 
 namespace tessera::layers {
 
+// The extents (n, c, h, w) of a 4-D region of cells.
+struct CellExtents {
+  std::int64_t n = 0, c = 0, h = 0, w = 0;
+  std::int64_t rows() const { return n * c * h; }
+  std::int64_t cells() const { return rows() * w; }
+};
+
+template <class View>
+CellExtents extents_of(const View& v) {
+  static_assert(View::rank == 4, "extents_of: a 4-D view");
+  const auto e = [&](int d) { return static_cast<std::int64_t>(v.extent(d)); };
+  return {e(0), e(1), e(2), e(3)};
+}
+
+// A 4-D NCHW region whose rows are contiguous: cell (n, c, h, w) at
+// data[n * sn + c * sc + h * sh + w]. T is const for inputs.
+template <class T>
+struct Rows {
+  T* data = nullptr;
+  std::int64_t sn = 0, sc = 0, sh = 0;
+  KOKKOS_INLINE_FUNCTION T* row(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return data + n * sn + c * sc + h * sh;
+  }
+  KOKKOS_INLINE_FUNCTION T& operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
+    return row(n, c, h)[w];
+  }
+  template <class U = T, std::enable_if_t<!std::is_const_v<U>, int> = 0>
+  KOKKOS_INLINE_FUNCTION operator Rows<const U>() const {  // an output's rows read as an input's
+    return {data, sn, sc, sh};
+  }
+};
+
+// The Rows of a 4-D view (any layout whose w stride is 1, e.g. a window of a LayoutRight
+// NCHW array). Throws std::logic_error for rows that are not contiguous.
+template <class View>
+Rows<typename View::value_type> rows_of(const View& v) {
+  static_assert(View::rank == 4, "rows_of: a 4-D view");
+  if (v.extent(3) > 1 && v.stride(3) != 1)
+    throw std::logic_error("rows_of: the view's rows (w) are not contiguous (stride " + std::to_string(v.stride(3)) +
+                           ")");
+  const auto s = [&](int d) { return static_cast<std::int64_t>(v.stride(d)); };
+  return {v.data(), s(0), s(1), s(2)};
+}
+
+namespace cell_loop_detail {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+inline constexpr bool on_host = std::is_same_v<Exec, Kokkos::DefaultHostExecutionSpace>;
+
+// Whether g does a host row itself (g.host_row(width)).
+template <class G, class = void>
+struct has_host_row : std::false_type {};
+template <class G>
+struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(std::int64_t{}))>> : std::true_type {};
+
+// The host row loops. One definition, compiled for the baseline ISA and (x86-64, GCC or
+// Clang) again for AVX2 + FMA; the build keeps -ffp-contract off (ISO C++), so both give
+// the same value per cell. Sums (simd_row_sums) may differ in the last bits: the lane count
+// changes the order within a row.
+#if defined(_OPENMP)
+#define TESSERA_SIMD_LOOP _Pragma("omp simd")
+#define TESSERA_SIMD_SUMS(a, b) _Pragma("omp simd reduction(+ : a, b)")
+#else
+#define TESSERA_SIMD_LOOP
+#define TESSERA_SIMD_SUMS(a, b)
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#define TESSERA_HOST_AVX2 1
+#define TESSERA_TARGET_AVX2 __attribute__((target("avx2,fma")))
+inline bool host_has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+#else
+#define TESSERA_HOST_AVX2 0
+#endif
+
+template <class G>
+void simd_row(const G& g, std::int64_t width) {
+  TESSERA_SIMD_LOOP
+  for (std::int64_t w = 0; w < width; ++w) g(w);
+}
+template <class S, class G>
+std::pair<S, S> simd_row_sums(const G& g, std::int64_t width) {
+  S a = 0, b = 0;
+  TESSERA_SIMD_SUMS(a, b)
+  for (std::int64_t w = 0; w < width; ++w) {
+    const auto v = g(w);
+    a += v.first;
+    b += v.second;
+  }
+  return {a, b};
+}
+#if TESSERA_HOST_AVX2
+template <class G>
+TESSERA_TARGET_AVX2 void simd_row_avx2(const G& g, std::int64_t width) {
+  TESSERA_SIMD_LOOP
+  for (std::int64_t w = 0; w < width; ++w) g(w);
+}
+template <class S, class G>
+TESSERA_TARGET_AVX2 std::pair<S, S> simd_row_sums_avx2(const G& g, std::int64_t width) {
+  S a = 0, b = 0;
+  TESSERA_SIMD_SUMS(a, b)
+  for (std::int64_t w = 0; w < width; ++w) {
+    const auto v = g(w);
+    a += v.first;
+    b += v.second;
+  }
+  return {a, b};
+}
+#endif
+
+template <class G>
+void host_row(const G& g, std::int64_t width) {
+  if constexpr (has_host_row<G>::value) {
+    g.host_row(width);
+  } else {
+#if TESSERA_HOST_AVX2
+    if (host_has_avx2()) return simd_row_avx2(g, width);
+#endif
+    simd_row(g, width);
+  }
+}
+
+// Host: one row per iteration, (n, c, h) from the row index by two divisions per row.
+template <class Op>
+struct HostRows {
+  Op op;
+  std::int64_t channels, height, width;
+  void operator()(std::int64_t row) const {
+    const std::int64_t h = row % height, nc = row / height;
+    host_row(op(nc / channels, nc % channels, h), width);
+  }
+};
+
+// Host, cell form: the same rows, a plain inner loop (the functor may gather from windows).
+template <class F>
+struct HostCells {
+  F f;
+  std::int64_t channels, height, width;
+  void operator()(std::int64_t row) const {
+    const std::int64_t h = row % height, nc = row / height, n = nc / channels, c = nc % channels;
+    for (std::int64_t w = 0; w < width; ++w) f(n, c, h, w);
+  }
+};
+
+// CUDA: one cell per thread, w fastest; 32-bit index arithmetic when the cells fit.
+template <class Op, class I>
+struct DeviceCells {
+  Op op;
+  I channels, height, width;
+  KOKKOS_INLINE_FUNCTION void operator()(const I i) const {
+    const I w = i % width, row = i / width, h = row % height, nc = row / height;
+    op(nc / channels, nc % channels, h)(w);
+  }
+};
+
+// f(n, c, h, w) as a row op (the cell form on the device).
+template <class F>
+struct CellOfRow {
+  F f;
+  std::int64_t n, c, h;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { f(n, c, h, w); }
+};
+template <class F>
+struct CellsAsRows {
+  F f;
+  KOKKOS_INLINE_FUNCTION CellOfRow<F> operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {f, n, c, h};
+  }
+};
+
+template <class Op>
+void device_cells(const char* label, const CellExtents& e, const Op& op) {
+  if (e.cells() <= 0) return;
+  if (e.cells() <= std::int64_t(0x7fffffff)) {
+    using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int>>;
+    Kokkos::parallel_for(label, Policy(0, static_cast<int>(e.cells())),
+                         DeviceCells<Op, int>{op, static_cast<int>(e.c), static_cast<int>(e.h), static_cast<int>(e.w)});
+  } else {
+    using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+    Kokkos::parallel_for(label, Policy(0, e.cells()), DeviceCells<Op, std::int64_t>{op, e.c, e.h, e.w});
+  }
+}
+
+using HostRowPolicy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+
+}  // namespace cell_loop_detail
+
+// op(n, c, h)(w) for every cell of extents e (see the top of this file).
+template <class Op>
+void for_each_row(const char* label, const CellExtents& e, const Op& op) {
+  namespace d = cell_loop_detail;
+  if (e.cells() <= 0) return;
+  if constexpr (d::on_host) {
+    Kokkos::parallel_for(label, d::HostRowPolicy(0, e.rows()), d::HostRows<Op>{op, e.c, e.h, e.w});
+  } else {
+    d::device_cells(label, e, op);
+  }
+}
+
+// Host only, inside a host row op: the two sums over w < width of g(w) = {first, second}
+// (std::pair<S, S>), accumulated in S, vectorised as the row loops are.
+template <class S, class G>
+std::pair<S, S> host_row_sums(const G& g, std::int64_t width) {
+  namespace d = cell_loop_detail;
+#if TESSERA_HOST_AVX2
+  if (d::host_has_avx2()) return d::simd_row_sums_avx2<S>(g, width);
+#endif
+  return d::simd_row_sums<S>(g, width);
+}
+
+// f(n, c, h, w) over every cell of a 4-D view: any functor, any layout of v.
 template <class View, class F>
 void for_each_cell(const char* label, const View& v, const F& f) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
-  const auto e = [&](int d) { return static_cast<std::int64_t>(v.extent(d)); };
-  Kokkos::parallel_for(label, Policy({0, 0, 0, 0}, {e(0), e(1), e(2), e(3)}), f);
+  namespace d = cell_loop_detail;
+  const CellExtents e = extents_of(v);
+  if (e.cells() <= 0) return;
+  if constexpr (d::on_host) {
+    Kokkos::parallel_for(label, d::HostRowPolicy(0, e.rows()), d::HostCells<F>{f, e.c, e.h, e.w});
+  } else {
+    d::device_cells(label, e, d::CellsAsRows<F>{f});
+  }
 }
 
 }  // namespace tessera::layers

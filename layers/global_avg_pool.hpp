@@ -18,7 +18,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
+#include "layers/cell_loop.hpp"
 #include "layers/group_sum.hpp"
 #include "layers/head_grid.hpp"
 #include "layers/layer.hpp"
@@ -53,19 +55,43 @@ struct Mean {
   }
 };
 
-// dx(n, c, h, w) = dy(n, c, 0, 0) / (H * W): every cell of the image had the same weight.
-template <class Grad, class Out>
+// Host: sums(n, c) as TileSum, each row summed in T by the vectorised row loop, the rows in
+// double (TileSum adds every cell in T, one after the other).
+template <class T, class Out>
+struct HostTileSum {
+  Rows<const T> x;
+  Out sums;
+  std::int64_t channels, height, width;
+  struct Row {
+    const T* x;
+    KOKKOS_INLINE_FUNCTION Kokkos::pair<T, T> operator()(std::int64_t w) const { return {x[w], T(0)}; }
+  };
+  void operator()(std::int64_t plane) const {
+    const std::int64_t n = plane / channels, c = plane % channels;
+    double s = 0;
+    for (std::int64_t h = 0; h < height; ++h) s += static_cast<double>(host_row_sums<T>(Row{x.row(n, c, h)}, width).first);
+    sums(n, c) = static_cast<T>(s);
+  }
+};
+
+// Row op: dx(n, c, h, w) = dy(n, c, 0, 0) / (H * W): every cell of the image had the same
+// weight. The value is taken once per row.
+template <class Grad, class T>
 struct Spread {
   Grad dy;
-  Out dx;
+  Rows<T> dx;
   double factor;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    dx(n, c, h, w) = static_cast<typename Out::non_const_value_type>(dy(n, c, 0, 0) * factor);
+  struct Row {
+    T* dx;
+    T value;
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { dx[w] = value; }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {dx.row(n, c, h), static_cast<T>(dy(n, c, 0, 0) * factor)};
   }
 };
 
 using Plane = Kokkos::MDRangePolicy<Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>;
-using Cells = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
 
 }  // namespace gap_kernels
 
@@ -100,7 +126,13 @@ class GlobalAvgPool final : public Layer<T> {
     const auto xs = x.owned();
     const auto ys = y.owned();
     const gap_kernels::Plane plane({0, 0}, {owned.extent(N), owned.extent(C)});
-    Kokkos::parallel_for("tessera::gap_tile_sum", plane, gap_kernels::TileSum<decltype(xs), Sums>{xs, sums});
+    if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
+      const CellExtents e = extents_of(xs);
+      Kokkos::parallel_for("tessera::gap_tile_sum", Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, e.n * e.c),
+                           gap_kernels::HostTileSum<T, Sums>{rows_of(xs), sums, e.c, e.h, e.w});
+    } else {
+      Kokkos::parallel_for("tessera::gap_tile_sum", plane, gap_kernels::TileSum<decltype(xs), Sums>{xs, sums});
+    }
     sums_staging_.sum(sums, x.grid(), SumGroup::spatial, "gap");
     Kokkos::parallel_for("tessera::gap_mean", plane,
                          gap_kernels::Mean<Sums, decltype(ys)>{sums, ys, 1.0 / double(image[H] * image[W])});
@@ -115,15 +147,12 @@ class GlobalAvgPool final : public Layer<T> {
       throw std::invalid_argument("gap: dx is " + dx.distribution().describe() + " but forward's x was " +
                                   input_distribution_->describe());
     check_head(dx, dy, "dy");
-    const Box owned = dx.owned_box();
     const Shape4& image = dx.distribution().global_shape();
-    dx.fill_window(T(0));  // halo cells get no gradient
+    if (!(dx.window_box() == dx.owned_box())) dx.fill_window(T(0));  // halo cells get no gradient
     const auto dxs = dx.owned();
     const auto dys = dy.owned();
-    const Shape4 s = owned.shape();
-    Kokkos::parallel_for(
-        "tessera::gap_backward", gap_kernels::Cells({0, 0, 0, 0}, {s[0], s[1], s[2], s[3]}),
-        gap_kernels::Spread<decltype(dys), decltype(dxs)>{dys, dxs, 1.0 / double(image[H] * image[W])});
+    for_each_row("tessera::gap_backward", extents_of(dxs),
+                 gap_kernels::Spread<decltype(dys), T>{dys, rows_of(dxs), 1.0 / double(image[H] * image[W])});
   }
 
  private:

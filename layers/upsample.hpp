@@ -48,33 +48,110 @@ namespace upsample_kernels {
 
 using Int = std::int64_t;
 
-// y over an output box from x over that box's window.
-template <class In, class Out>
+// Row op (layers/cell_loop.hpp): y over an output box from x over that box's window.
+template <class T>
 struct Forward {
-  In x;
-  Out y;
+  Rows<const T> x;
+  Rows<T> y;
   Int scale, row0, col0;  // global row/column of y's (0, 0)
   Int in_row0, in_col0;   // global row/column of x's (0, 0)
-  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w) const {
-    y(n, c, h, w) = x(n, c, (row0 + h) / scale - in_row0, (col0 + w) / scale - in_col0);
+
+  struct Row {
+    const T* x;  // the input row
+    T* y;        // the output row
+    Int scale, col0, in_col0;
+    KOKKOS_INLINE_FUNCTION void operator()(Int w) const { y[w] = x[(col0 + w) / scale - in_col0]; }
+    // Host: each input value written scale times, no division per cell.
+    void host_row(Int width) const {
+      Int j = col0 / scale - in_col0, phase = col0 % scale, w = 0;
+      for (; w < width && phase != 0; ++w) {  // the end of a block cut by the tile's left edge
+        y[w] = x[j];
+        if (++phase == scale) phase = 0, ++j;
+      }
+      const Int blocks = (width - w) / scale;
+      T* out = y + w;
+      const T* in = x + j;
+      if (scale == 2) {
+        TESSERA_SIMD_LOOP
+        for (Int b = 0; b < blocks; ++b) out[2 * b] = in[b], out[2 * b + 1] = in[b];
+      } else {
+        for (Int b = 0; b < blocks; ++b)
+          for (Int k = 0; k < scale; ++k) out[b * scale + k] = in[b];
+      }
+      w += blocks * scale, j += blocks;
+      for (; w < width; ++w) y[w] = x[j];  // a block cut by the right edge
+    }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(Int n, Int c, Int h) const {
+    return {x.row(n, c, (row0 + h) / scale - in_row0), y.row(n, c, h), scale, col0, in_col0};
   }
 };
 
-// dx over the input window: the sum of dy over the owned outputs of each cell's block.
-template <class Grad, class Out>
+// Row op: dx over the input window, the sum of dy over the owned outputs of each cell's
+// block (in T; NaN and infinities propagate by arithmetic).
+template <class T>
 struct Backward {
-  Grad dy;
-  Out dx;
+  Rows<const T> dy;
+  Rows<T> dx;
+  Int rows, cols;         // dy's extents (its box is the owned outputs)
   Int scale, row0, col0;  // global row/column of dy's (0, 0)
   Int in_row0, in_col0;   // global row/column of dx's (0, 0)
-  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w) const {
-    const Int rows = Int(dy.extent(2)), cols = Int(dy.extent(3));
-    // The block of input (in_row0 + h, in_col0 + w) in dy's coordinates, cut to dy's box.
-    const Int r_lo = (in_row0 + h) * scale - row0, c_lo = (in_col0 + w) * scale - col0;
-    double sum = 0;
-    for (Int r = r_lo < 0 ? 0 : r_lo; r < rows && r < r_lo + scale; ++r)
-      for (Int q = c_lo < 0 ? 0 : c_lo; q < cols && q < c_lo + scale; ++q) sum += double(dy(n, c, r, q));
-    dx(n, c, h, w) = static_cast<typename Out::value_type>(sum);
+
+  struct Row {
+    Rows<const T> dy;
+    T* dx;
+    Int n, c;
+    Int r_lo, r_hi;  // the block's rows in dy, cut to dy's box
+    Int c_base;      // dy column of the block of dx column 0 (may be < 0 at a cut block)
+    Int cols, scale;
+
+    KOKKOS_INLINE_FUNCTION T block_row_sum(const T* p, Int w) const {
+      const Int q_lo = c_base + w * scale;
+      T sum = 0;
+      for (Int q = q_lo < 0 ? 0 : q_lo; q < cols && q < q_lo + scale; ++q) sum += p[q];
+      return sum;
+    }
+    KOKKOS_INLINE_FUNCTION void operator()(Int w) const {
+      T sum = 0;
+      for (Int r = r_lo; r < r_hi; ++r) sum += block_row_sum(dy.row(n, c, r), w);
+      dx[w] = sum;
+    }
+    // Host: dy row by row; whole blocks in a contiguous loop, the (at most two) cut ones apart.
+    void host_row(Int width) const {
+      if (r_lo >= r_hi) {
+        for (Int w = 0; w < width; ++w) dx[w] = T(0);
+        return;
+      }
+      Int lo = 0, hi = width;  // [lo, hi): columns whose block lies inside dy's columns
+      while (lo < width && c_base + lo * scale < 0) ++lo;
+      while (hi > lo && c_base + hi * scale > cols) --hi;
+      for (Int r = r_lo; r < r_hi; ++r) {
+        const T* p = dy.row(n, c, r);
+        const bool first = r == r_lo;
+        const auto edge = [&](Int w) { dx[w] = first ? block_row_sum(p, w) : dx[w] + block_row_sum(p, w); };
+        for (Int w = 0; w < lo; ++w) edge(w);
+        for (Int w = hi; w < width; ++w) edge(w);
+        const T* q = p + c_base;
+        if (scale == 2 && first) {
+          TESSERA_SIMD_LOOP
+          for (Int w = lo; w < hi; ++w) dx[w] = q[2 * w] + q[2 * w + 1];
+        } else if (scale == 2) {
+          TESSERA_SIMD_LOOP
+          for (Int w = lo; w < hi; ++w) dx[w] += q[2 * w] + q[2 * w + 1];
+        } else {
+          for (Int w = lo; w < hi; ++w) {
+            T sum = 0;
+            for (Int k = 0; k < scale; ++k) sum += q[w * scale + k];
+            dx[w] = first ? sum : dx[w] + sum;
+          }
+        }
+      }
+    }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(Int n, Int c, Int h) const {
+    const Int r_block = (in_row0 + h) * scale - row0;
+    const Int r_lo = r_block < 0 ? 0 : r_block, r_hi = r_block + scale < rows ? r_block + scale : rows;
+    return {dy, dx.row(n, c, h), n, c, r_lo, r_hi, in_col0 * scale - col0, cols, scale};
   }
 };
 
@@ -107,11 +184,10 @@ class Upsample final : public Layer<T> {
     const std::int64_t s = options_.scale;
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const Box window = input_window(out, shape);
-      const auto xs = x.local(window);
       const auto ys = y.local(out);
-      for_each_cell("tessera::upsample_forward", ys,
-                    upsample_kernels::Forward<decltype(xs), decltype(ys)>{xs, ys, s, out.lo[H], out.lo[W],
-                                                                          window.lo[H], window.lo[W]});
+      for_each_row("tessera::upsample_forward", extents_of(ys),
+                   upsample_kernels::Forward<T>{rows_of(x.local(window)), rows_of(ys), s, out.lo[H], out.lo[W],
+                                                window.lo[H], window.lo[W]});
     });
   }
 
@@ -121,11 +197,10 @@ class Upsample final : public Layer<T> {
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& window) {
-          const auto dys = dy.owned();
           const auto dxs = dx.local(window);
-          for_each_cell("tessera::upsample_backward", dxs,
-                        upsample_kernels::Backward<decltype(dys), decltype(dxs)>{dys, dxs, s, out.lo[H], out.lo[W],
-                                                                                 window.lo[H], window.lo[W]});
+          for_each_row("tessera::upsample_backward", extents_of(dxs),
+                       upsample_kernels::Backward<T>{rows_of(dy.owned()), rows_of(dxs), out.extent(H), out.extent(W), s,
+                                                     out.lo[H], out.lo[W], window.lo[H], window.lo[W]});
         },
         [] {});
   }
