@@ -37,7 +37,7 @@ here = Path(__file__).resolve().parent
 sys.path.insert(0, str(here.parent / "layers"))
 sys.path.insert(0, str(here.parent / "scaling"))
 from torch_layers import Skip, build  # noqa: E402  (the one spec -> torch.nn mapping)
-from torch_net import NO_TORCH  # noqa: E402
+from torch_net import NO_TORCH, import_torch  # noqa: E402
 
 DEFAULT_SOURCE = "/usr/share/datasets/fashion-mnist"  # apps/data/fashion_mnist.hpp's default
 
@@ -109,15 +109,9 @@ def main():
     a = ap.parse_args()
     if a.batch < 1 or a.limit < 0 or not 0 <= a.skip < a.steps:
         ap.error("need --batch >= 1, --limit >= 0 and 0 <= --skip < --steps")
-    try:
-        import torch
-    except ImportError as e:
-        print(f"torch_mainjob.py: skip: torch is not importable by {sys.executable} ({e}); "
-              "scripts/setup-bench.sh prints a python that has it", file=sys.stderr)
+    torch = import_torch("torch_mainjob.py", a.threads)
+    if torch is None:
         return NO_TORCH
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    torch.manual_seed(1)
     try:
         parameters, step_s, cpu_s, losses = train(torch, a)
     except (Skip, ValueError, RuntimeError, OSError) as e:

@@ -29,7 +29,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers"))
 from torch_layers import Skip, build  # noqa: E402  (the one spec -> torch.nn mapping)
 
-NO_TORCH = 3
+NO_TORCH = 3  # the exit status of a run with no torch to time: the caller skips that side
+
+
+def import_torch(script, threads):
+    """torch with `threads` threads (0: torch's choice) and seed 1, or None after saying on
+    stderr that `script` skips its side because this python has no torch."""
+    try:
+        import torch
+    except ImportError as e:
+        print(f"{script}: skip: torch is not importable by {sys.executable} ({e}); "
+              "scripts/setup-bench.sh prints a python that has it", file=sys.stderr)
+        return None
+    if threads > 0:
+        torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    return torch
 
 
 def parse_shape(text):
@@ -76,15 +91,9 @@ def main():
     a = ap.parse_args()
     if a.repeats < 1 or a.warmup < 0:
         ap.error("--repeats must be >= 1 and --warmup >= 0")
-    try:
-        import torch
-    except ImportError as e:
-        print(f"torch_net.py: skip: torch is not importable by {sys.executable} ({e}); "
-              "scripts/setup-bench.sh prints a python that has it", file=sys.stderr)
+    torch = import_torch("torch_net.py", a.threads)
+    if torch is None:
         return NO_TORCH
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    torch.manual_seed(1)
     try:
         step, cpu, parameters = time_steps(torch, a.model, a.shape, a.warmup, a.repeats, a.lr)
     except (Skip, ValueError, RuntimeError) as e:

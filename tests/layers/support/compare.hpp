@@ -28,6 +28,13 @@ inline HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
   return a;
 }
 
+// Every element of a view (any memory space), as doubles in its storage order.
+template <class V>
+std::vector<double> host_vector(const V& view) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
+  return std::vector<double>(host.data(), host.data() + host.size());
+}
+
 // max |got - want| / max |want| (0 when both are all zeros): one scale for the whole
 // array, so values near zero in an otherwise large result do not blow up the ratio.
 template <class G>

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "distarray/gather_scatter.hpp"
+#include "tests/layers/support/compare.hpp"
 #include "layers/grad_reduce.hpp"
 #include "models/sequential.hpp"
 #include "tests/support/grid_cases.hpp"
@@ -31,19 +32,9 @@ namespace {
 constexpr double kTolerance = 1e-5;
 using Vec = std::vector<double>;
 
-HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
-  HostArray<float> a("random", s[0], s[1], s[2], s[3]);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = uniform(gen);
-  return a;
-}
+using tessera::layers::testing::random_array;
+using tessera::layers::testing::host_vector;
 
-template <class V>
-Vec host_vector(const V& view) {
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
-  return Vec(host.data(), host.data() + host.size());
-}
 
 Vec gathered(const layers::Tensor<float>& t) {
   const HostArray<float> a = gather(t);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "distarray/gather_scatter.hpp"
+#include "tests/layers/support/compare.hpp"
 #include "layers/grad_buckets.hpp"
 #include "layers/grad_reduce.hpp"
 #include "layers/loss/classification.hpp"
@@ -38,19 +39,9 @@ struct StepResult {
   std::vector<std::vector<double>> dparams;  // reduced, every rank
 };
 
-HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
-  HostArray<float> a("random", s[0], s[1], s[2], s[3]);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = uniform(gen);
-  return a;
-}
+using tessera::layers::testing::random_array;
+using tessera::layers::testing::host_vector;
 
-template <class V>
-std::vector<double> host_vector(const V& view) {
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
-  return std::vector<double>(host.data(), host.data() + host.size());
-}
 
 std::vector<double> gathered(const layers::Tensor<float>& t) {
   const HostArray<float> a = gather(t);
