@@ -10,7 +10,7 @@ void check_nccl(ncclResult_t rc, const char* what) {
   if (rc != ncclSuccess) throw std::runtime_error(std::string("halo transport nccl: ") + what + ": " + ncclGetErrorString(rc));
 }
 
-using SharedComm = std::shared_ptr<ncclComm>;
+using SharedComm = std::shared_ptr<ncclComm>;  // ncclComm_t is ncclComm*
 
 int delete_shared_comm(MPI_Comm, int, void* attribute, void*) {
   delete static_cast<SharedComm*>(attribute);
@@ -25,6 +25,8 @@ int comm_keyval() {
   }();
   return keyval;
 }
+
+}  // namespace
 
 SharedComm shared_nccl_comm(MPI_Comm comm) {
   void* attribute = nullptr;
@@ -44,8 +46,6 @@ SharedComm shared_nccl_comm(MPI_Comm comm) {
   MPI_Comm_set_attr(comm, comm_keyval(), new SharedComm(shared));
   return shared;
 }
-
-}  // namespace
 
 Nccl::Nccl(MPI_Comm comm) : comm_(shared_nccl_comm(comm)) {}
 

@@ -19,6 +19,11 @@
 
 namespace tessera::halo {
 
+// The NCCL communicator of `comm`'s ranks, built the first time (collective over `comm`)
+// and kept as an attribute of `comm`. The halo transport and the collectives seam
+// (layers/collectives.hpp, which splits its group communicators from it) share it.
+std::shared_ptr<ncclComm> shared_nccl_comm(MPI_Comm comm);
+
 class Nccl final : public Transport {
  public:
   // Collective over `comm` the first time a given communicator is used.

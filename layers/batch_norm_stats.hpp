@@ -24,7 +24,7 @@
 
 namespace tessera::layers {
 
-// The groups are group_sum's (layers/group_sum.hpp).
+// The groups are group_sum's (layers/group_sum.hpp); batch norm offers local, spatial, all.
 using StatsGroup = SumGroup;
 
 inline StatsGroup parse_stats_group(std::string_view text) {
@@ -39,6 +39,7 @@ inline const char* stats_group_name(StatsGroup group) {
     case StatsGroup::local: return "local";
     case StatsGroup::spatial: return "spatial";
     case StatsGroup::all: return "all";
+    case StatsGroup::samples: return "samples";  // not a statistics group: parse_stats_group never gives it
   }
   return "?";
 }

@@ -1,11 +1,10 @@
 #include "models/tica.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
+#include "layers/collectives.hpp"
 #include "layers/windowed.hpp"
 #include "models/tica_kernels.hpp"
 
@@ -98,7 +97,7 @@ TicaTerms TicaObjective::run(const std::vector<std::size_t>& chosen, bool backwa
                                    per_sample);
     sums[1] += tica::cell_sum(model_.activation(s->pool + 1).owned());
   }
-  MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, grid_.comm());
+  layers::Collectives(grid_).allreduce_sum(sums, 2, layers::SumGroup::all);
   TicaTerms terms;
   terms.reconstruction = sums[0] / samples;
   terms.sparsity = sums[1] / samples;

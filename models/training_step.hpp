@@ -3,7 +3,8 @@
 // with the gradient reduction, then the optimizer — as the trainer runs it
 // (models/trainer.cpp) and tests drive it. It holds what the step reuses for the model's
 // life: the parameter lists (per layer, for the buckets) and the reduction's buckets with
-// their host mirrors, so a step after the first allocates nothing (docs/performance.md).
+// their collectives' slots and staging (layers/collectives.hpp), so a step after the first
+// allocates nothing (docs/performance.md).
 //
 //   model.forward(model.input());  loss writes model.output_gradient();
 //   step.backward();  step.reduce();  step.update();

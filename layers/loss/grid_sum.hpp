@@ -1,9 +1,7 @@
 #pragma once
-// One MPI_Allreduce per loss evaluation carries both the partial sums and the verdict on
-// the inputs. A rank that found bad input must not throw alone — the others would wait in
+// One allreduce per loss evaluation, through the collectives seam (layers/collectives.hpp,
+// host memory: MPI in place), carries both the partial sums and the verdict on the inputs. A rank that found bad input must not throw alone — the others would wait in
 // the collective forever — so every rank joins the sum and all throw together afterwards.
-
-#include <mpi.h>
 
 #include <array>
 #include <cstddef>
@@ -11,6 +9,7 @@
 #include <string>
 
 #include "distarray/process_grid.hpp"
+#include "layers/collectives.hpp"
 
 namespace tessera::layers::detail {
 
@@ -29,7 +28,7 @@ std::array<double, Count> sum_over_grid(const ProcessGrid& grid, const LocalPart
   std::array<double, Count + 1> buffer{};
   for (std::size_t i = 0; i < Count; ++i) buffer[i] = part.sums[i];
   buffer[Count] = part.problem.empty() ? 0.0 : 1.0;
-  MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()), MPI_DOUBLE, MPI_SUM, grid.comm());
+  Collectives(grid).allreduce_sum(buffer.data(), buffer.size(), SumGroup::all);  // host: nothing kept, nothing allocated
   if (!part.problem.empty()) throw std::invalid_argument(part.problem);
   if (buffer[Count] > 0)
     throw std::invalid_argument(std::string(what) + ": invalid input on another rank (see its message)");

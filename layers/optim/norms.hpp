@@ -7,8 +7,6 @@
 // double whatever T is, so the result does not depend on how the tensor is cut beyond
 // rounding of the partial sums.
 
-#include <mpi.h>
-
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "distarray/process_grid.hpp"
+#include "layers/collectives.hpp"
 #include "layers/parameter.hpp"
 
 namespace tessera::layers {
@@ -54,7 +53,7 @@ SquaredNorms local_squared_norms(const View& value, const View& grad) {
 }  // namespace detail
 
 // ||w||^2 and ||g||^2 of each parameter's global tensor. Collective over the spatial
-// group when any parameter is tiled (one MPI_Allreduce for all of them): every rank must
+// group when any parameter is tiled (one allreduce for all of them, layers/collectives.hpp): every rank must
 // pass the same list, as every rank holds the same model.
 template <class T>
 std::vector<SquaredNorms> squared_norms(const std::vector<Parameter<T>*>& params, const ProcessGrid& grid) {
@@ -66,7 +65,7 @@ std::vector<SquaredNorms> squared_norms(const std::vector<Parameter<T>*>& params
     if (p->sharing == Sharing::tiled) tiled.insert(tiled.end(), {norms.back().value, norms.back().grad});
   }
   if (tiled.empty()) return norms;
-  MPI_Allreduce(MPI_IN_PLACE, tiled.data(), static_cast<int>(tiled.size()), MPI_DOUBLE, MPI_SUM, grid.spatial_comm());
+  Collectives(grid).allreduce_sum(tiled.data(), tiled.size(), SumGroup::spatial);
   std::size_t next = 0;
   for (std::size_t i = 0; i < params.size(); ++i)
     if (params[i]->sharing == Sharing::tiled) {

@@ -342,7 +342,7 @@ double train_step(Sequential<float>& model, TrainingStep& step, const layers::Ow
 }
 
 // After a warm-up step, a training step makes no Kokkos allocation in any memory space
-// (device or host: scratch, statistics, buckets and their host mirrors, halo buffers all
+// (device or host: scratch, statistics, buckets and the collectives' staging, halo buffers all
 // persist) — on every grid, for fashion-cnn (conv, batchnorm, relu, maxpool, linear) and a
 // net with avgpool, local, deconv and gap; cross-entropy with SGD (momentum) and the
 // reduction bucketed during backward, MSE with Adam and the reduction fused after it.
@@ -351,8 +351,8 @@ double train_step(Sequential<float>& model, TrainingStep& step, const layers::Ow
 // are measured and printed, not required to be zero: Kokkos 3.4 takes every kernel's
 // label as a std::string, so each parallel_for with a label over 15 characters allocates
 // one, and oneDNN builds its memory objects per call. Tessera's own host buffers on the
-// step's path (batch norm's statistics and coefficients, the loss's sums, group_sum's
-// staging, the buckets' mirrors) are Kokkos views or persistent members, so the Kokkos
+// step's path (batch norm's statistics and coefficients, the loss's sums, the collectives
+// seam's slots and staging) are Kokkos views or persistent members, so the Kokkos
 // count covers them.
 TEST(SequentialOnGrids, TrainingStepAllocatesNothingAfterTheFirst) {
   struct Net {
