@@ -19,12 +19,6 @@
 
 namespace tessera::layers::testing {
 
-template <class V>
-std::vector<double> host_vector(const V& view) {
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
-  return std::vector<double>(host.data(), host.data() + host.size());
-}
-
 inline std::vector<double> flat(const HostArray<float>& a) { return {a.data(), a.data() + a.size()}; }
 
 struct LinearResult {
