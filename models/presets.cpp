@@ -67,6 +67,23 @@ const std::vector<Preset>& presets() {
              "conv(out=32,k=3,pad=1),batchnorm(stats=all),relu,maxpool(k=2),"
              "conv(out=64,k=3,pad=1),batchnorm(stats=all),relu,maxpool(k=2),flatten,linear(out=10)");
        }},
+      {"resnet",
+       [](const Shape4&, SpecOptions& options) {
+         ResNetOptions o;
+         if (auto depth = options.take_int("depth")) o.depth = *depth;
+         if (auto width = options.take_int("width")) o.width = *width;
+         if (auto classes = options.take_int("classes")) o.classes = *classes;
+         return resnet_spec(o);
+       }},
+      {"unet",
+       [](const Shape4& input, SpecOptions& options) {
+         UNetOptions o;
+         if (auto depth = options.take_int("depth")) o.depth = *depth;
+         if (auto width = options.take_int("width")) o.width = *width;
+         if (auto out = options.take_int("out")) o.out = *out;
+         else o.out = input[C];
+         return unet_spec(o, input);
+       }},
       {"le2012",
        [](const Shape4&, SpecOptions& options) {
          // Le et al. 2012's stage three times; stride 2 keeps it at 98e6 parameters on
@@ -100,6 +117,16 @@ void validate(const Le2012Options& o) {
   check_positive(o.stages, "stages");
   if (o.lcn < 1 || o.lcn % 2 == 0) throw std::invalid_argument("le2012: lcn window must be odd, got " + std::to_string(o.lcn));
 }
+
+void require(bool ok, const char* preset, const std::string& what) {
+  if (!ok) throw std::invalid_argument(std::string(preset) + ": " + what);
+}
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+// conv3x3 (no bias) - batch norm - relu, PyTorch's conv/bn pairs (bias=False before bn);
+// statistics over every rank, as fashion-cnn, so the result is the same on every grid.
+constexpr const char* kBatchNorm = "batchnorm(stats=all)";
 
 }  // namespace
 
@@ -156,6 +183,54 @@ std::int64_t le2012_parameter_count(const Le2012Options& o, const Shape4& input)
     c = o.maps;
   }
   return total;
+}
+
+std::string resnet_spec(const ResNetOptions& o) {
+  require(o.depth == 18 || o.depth == 34, "resnet", "depth must be 18 or 34, got " + str(o.depth));
+  require(o.width >= 1, "resnet", "width must be >= 1, got " + str(o.width));
+  require(o.classes >= 1, "resnet", "classes must be >= 1, got " + str(o.classes));
+  const std::string bn = kBatchNorm;
+  const std::string conv3 = "conv(out=$c,k=3,pad=1,bias=false)";
+  // basic: two 3x3 convs, the block's input added back. down: the same at stride 2, the
+  // input projected by a 1x1 stride-2 conv + batch norm (torchvision's "downsample").
+  std::string spec = "block basic(c) { " + conv3 + ", " + bn + ", relu, " + conv3 + ", " + bn +
+                     ", add[prev, in], relu } "
+                     "block down(c) { conv(out=$c,k=3,stride=2,pad=1,bias=false), " + bn + ", relu, " + conv3 +
+                     ", main: " + bn + ", conv(out=$c,k=1,stride=2,bias=false)[in], " + bn +
+                     ", add[main, prev], relu } ";
+  spec += "conv(out=" + str(o.width) + ",k=7,stride=2,pad=3,bias=false), " + bn + ", relu, maxpool(k=3,stride=2,pad=1)";
+  const std::int64_t blocks18[4] = {2, 2, 2, 2}, blocks34[4] = {3, 4, 6, 3};
+  const std::int64_t* blocks = o.depth == 18 ? blocks18 : blocks34;
+  for (int stage = 0; stage < 4; ++stage) {
+    const std::string c = str(o.width << stage);
+    std::int64_t basic = blocks[stage];
+    if (stage > 0) {
+      spec += ", down(c=" + c + ")";
+      --basic;
+    }
+    if (basic > 0) spec += ", basic(c=" + c + ")" + (basic > 1 ? "*" + str(basic) : "");
+  }
+  return spec + ", gap, linear(out=" + str(o.classes) + ")";
+}
+
+std::string unet_spec(const UNetOptions& o, const Shape4& input) {
+  require(o.depth >= 1 && o.depth <= 16, "unet", "depth must be from 1 to 16, got " + str(o.depth));
+  require(o.width >= 1, "unet", "width must be >= 1, got " + str(o.width));
+  require(o.out >= 1, "unet", "out must be >= 1, got " + str(o.out));
+  const std::int64_t factor = std::int64_t{1} << o.depth;
+  require(input[H] % factor == 0 && input[W] % factor == 0, "unet",
+          "input " + str(input[H]) + "x" + str(input[W]) + " is not divisible by 2^depth = " + str(factor) +
+              " (depth=" + str(o.depth) + "): every level halves it with maxpool(k=2)");
+  const std::string bn = kBatchNorm;
+  const std::string conv3 = "conv(out=$c,k=3,pad=1,bias=false), " + bn + ", relu";
+  std::string spec = "block double(c) { " + conv3 + ", " + conv3 + " } "
+                     "block up(c, skip) { deconv(out=$c,k=2,stride=2), concat[$skip, prev], double(c=$c) } ";
+  for (std::int64_t level = 0; level < o.depth; ++level)
+    spec += "e" + str(level) + ": double(c=" + str(o.width << level) + "), maxpool(k=2), ";
+  spec += "double(c=" + str(o.width << o.depth) + ")";
+  for (std::int64_t level = o.depth - 1; level >= 0; --level)
+    spec += ", up(c=" + str(o.width << level) + ", skip=e" + str(level) + ")";
+  return spec + ", conv(out=" + str(o.out) + ",k=1)";
 }
 
 }  // namespace tessera::models

@@ -46,4 +46,34 @@ std::string le2012_spec(const Le2012Options& options);
 // none. Throws std::invalid_argument when a stage's input is smaller than the field.
 std::int64_t le2012_parameter_count(const Le2012Options& options, const Shape4& input);
 
+// ResNet-18/34 with basic blocks, as torchvision builds them: a 7x7 stride-2 stem conv
+// (no bias), batch norm, relu, 3x3 stride-2 max pool; four stages of [2,2,2,2] (depth 18)
+// or [3,4,6,3] (depth 34) basic blocks of width, 2*width, 4*width, 8*width channels, the
+// first block of stages 2-4 at stride 2 with a 1x1 stride-2 conv + batch norm projection
+// shortcut; then gap and linear(out=classes). Written as a graph spec with two blocks.
+// Throws std::invalid_argument (naming "resnet" and the option) for a depth other than 18
+// or 34, or a width or classes below 1.
+struct ResNetOptions {
+  std::int64_t depth = 18;
+  std::int64_t width = 64;
+  std::int64_t classes = 1000;
+};
+
+std::string resnet_spec(const ResNetOptions& options);
+
+// The U-Net: `depth` encoder levels of [conv3x3 (no bias) - batchnorm - relu] x2 at widths
+// width * 2^level, each followed by maxpool(k=2); the same double conv at width * 2^depth as
+// the bottleneck; per level back up deconv(k=2,stride=2) to half the channels, concat of
+// the encoder level's output (first) and the deconv's, the double conv; a final 1x1 conv
+// (with bias) to `out` channels (0: as many as the input has). Throws
+// std::invalid_argument naming "unet" for a depth, width or out below 1, and for an input
+// whose height or width is not divisible by 2^depth (naming the size).
+struct UNetOptions {
+  std::int64_t depth = 4;
+  std::int64_t width = 32;
+  std::int64_t out = 0;
+};
+
+std::string unet_spec(const UNetOptions& options, const Shape4& input);
+
 }  // namespace tessera::models

@@ -134,6 +134,13 @@ TEST(GraphGrids, UnetLevel) { expect_every_grid_matches_one_rank(kUnetLevel, {2,
 TEST(GraphGrids, TensorReadByTwoWindows) { expect_every_grid_matches_one_rank(kTwoWindows, {2, 2, 13, 12}); }
 TEST(GraphGrids, AddOfThreeAndConcatOfOneTensorTwice) { expect_every_grid_matches_one_rank(kJoins, {2, 2, 11, 10}); }
 TEST(GraphGrids, ResidualBlockWithAHead) { expect_every_grid_matches_one_rank(kHead, {2, 3, 12, 12}); }
+// The presets (models/presets.cpp), small: ResNet-18's structure at width 4 and a two-level
+// U-Net. ResNet halves the size five times; 128 -> 4x4 in the last stage, so every grid of
+// up to 4 ranks per axis still gives each rank a tile (32x32 would end at 1x1).
+TEST(GraphGrids, ResNet18Preset) {
+  expect_every_grid_matches_one_rank("resnet(depth=18,width=4,classes=3)", {2, 3, 128, 128});
+}
+TEST(GraphGrids, UNetPreset) { expect_every_grid_matches_one_rank("unet(depth=2,width=4,out=2)", {2, 1, 16, 16}); }
 
 // ---- The double-precision reference ------------------------------------------------------
 

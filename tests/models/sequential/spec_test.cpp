@@ -1,7 +1,8 @@
 // The spec grammar, the layer registry, presets and model construction in one process:
 // every registered layer builds from its spec, malformed text and unknown names fail with
 // messages that say where and what, and fashion-cnn has the shapes and parameter count of
-// its formula with parameters in state_dict order.
+// its formula with parameters in state_dict order; resnet and unet have the parameter
+// counts of their closed-form formulas (torchvision's for ResNet-18/34) and clear errors.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -295,6 +296,104 @@ TEST(Presets, DenoiserKeepsTheInputShape) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   Sequential<float> model("denoise-fcn", {1, 3, 37, 21}, self, 1);
   EXPECT_EQ(model.shape(model.size()), (Shape4{1, 3, 37, 21}));
+}
+
+// ResNet with basic blocks: convs without bias, batch norm with weight and bias (2c; the
+// running statistics are buffers, as in PyTorch), input channels C, c = width * 2^stage:
+//   stem   49*C*w + 2w                                   (7x7 conv, bn)
+//   basic  2*(9c^2 + 2c) = 18c^2 + 4c                     (two 3x3 convs c -> c, two bn)
+//   down   9(c/2)c + 9c^2 + (c/2)c + 3*2c = 14c^2 + 6c    (3x3 c/2 -> c, 3x3, 1x1 projection, three bn)
+//   head   8w*K + K                                       (linear after gap)
+// with stages of [2,2,2,2] (18) or [3,4,6,3] (34) blocks, the first of stages 2-4 a down.
+std::int64_t resnet_count(std::int64_t depth, std::int64_t w, std::int64_t classes, std::int64_t in_channels) {
+  using Blocks = std::vector<std::int64_t>;
+  const Blocks blocks = depth == 18 ? Blocks{2, 2, 2, 2} : Blocks{3, 4, 6, 3};
+  std::int64_t total = 49 * in_channels * w + 2 * w + 8 * w * classes + classes;
+  for (int stage = 0; stage < 4; ++stage) {
+    const std::int64_t c = w << stage;
+    const std::int64_t downs = stage > 0 ? 1 : 0;
+    total += downs * (14 * c * c + 6 * c) + (blocks[stage] - downs) * (18 * c * c + 4 * c);
+  }
+  return total;
+}
+
+// U-Net, c_l = width * 2^l, input channels C: a double conv (two 3x3 convs without bias,
+// each with bn) from a to b channels holds 9ab + 9b^2 + 4b;
+//   encoder + bottleneck  double(C, c_0) + sum_{l=1..depth} double(c_{l-1}, c_l)
+//   decoder level l       4*c_{l+1}*c_l + c_l (2x2 deconv with bias) + double(2c_l, c_l)
+//   final                 c_0*out + out (1x1 conv with bias)
+std::int64_t unet_count(std::int64_t depth, std::int64_t w, std::int64_t in_channels, std::int64_t out) {
+  const auto two_convs = [](std::int64_t a, std::int64_t b) { return 9 * a * b + 9 * b * b + 4 * b; };
+  std::int64_t total = two_convs(in_channels, w) + w * out + out;
+  for (std::int64_t l = 1; l <= depth; ++l) total += two_convs(w << (l - 1), w << l);
+  for (std::int64_t l = 0; l < depth; ++l) {
+    const std::int64_t c = w << l;
+    total += 4 * (2 * c) * c + c + two_convs(2 * c, c);
+  }
+  return total;
+}
+
+std::int64_t built_count(const std::string& model, const Shape4& input) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  return Sequential<float>(model, input, self, 1).parameter_count();
+}
+
+TEST(Presets, ResNetParameterCountsAreTheFormulaAndTorchvisions) {
+  // torchvision's resnet18() and resnet34() (1000 classes) hold 11,689,512 and 21,797,672.
+  EXPECT_EQ(resnet_count(18, 64, 1000, 3), 11'689'512);
+  EXPECT_EQ(resnet_count(34, 64, 1000, 3), 21'797'672);
+  // The counts do not depend on the image size (gap before the head): 32x32 suffices.
+  EXPECT_EQ(built_count("resnet", {1, 3, 32, 32}), 11'689'512);
+  EXPECT_EQ(built_count("resnet(depth=34)", {1, 3, 32, 32}), 21'797'672);
+  EXPECT_EQ(built_count("resnet(depth=18,width=4,classes=3)", {2, 3, 32, 32}), resnet_count(18, 4, 3, 3));
+  EXPECT_EQ(built_count("resnet(depth=34,width=2,classes=5)", {1, 1, 32, 32}), resnet_count(34, 2, 5, 1));
+}
+
+TEST(Presets, ResNetShapesAndNodes) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  Sequential<float> model("resnet(width=4,classes=3)", {2, 3, 64, 64}, self, 1);
+  // stem 4 + 8 blocks (basic 7 nodes, down 9) + gap, linear.
+  ASSERT_EQ(model.size(), 4u + 2 * 7 + 3 * (9 + 7) + 2);
+  EXPECT_EQ(model.shape(4), (Shape4{2, 4, 16, 16}));  // after the stem's max pool
+  EXPECT_EQ(model.shape(model.size()), (Shape4{2, 3, 1, 1}));
+  EXPECT_EQ(model.shape(model.size() - 2), (Shape4{2, 32, 2, 2}));  // stage 4 at 1/32
+}
+
+TEST(Presets, UNetParameterCountsAreTheFormula) {
+  EXPECT_EQ(built_count("unet", {1, 1, 16, 16}), unet_count(4, 32, 1, 1));
+  EXPECT_EQ(built_count("unet(out=2)", {1, 3, 32, 48}), unet_count(4, 32, 3, 2));
+  EXPECT_EQ(built_count("unet(depth=2,width=4)", {2, 1, 16, 16}), unet_count(2, 4, 1, 1));
+  // Depth 4, width 64, RGB in, 2 classes out: the common PyTorch U-Net layout (bias-free
+  // convs before batch norm, ConvTranspose2d with bias, 1x1 output conv). The number is the
+  // formula's, not checked against a PyTorch run (docs/models.md); the width-32 builds
+  // above check the formula against the model.
+  EXPECT_EQ(unet_count(4, 64, 3, 2), 31'037'698);
+  EXPECT_EQ(unet_count(4, 32, 1, 1), 7'762'465);
+}
+
+TEST(Presets, UNetKeepsTheSizeAndSetsTheChannels) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  Sequential<float> model("unet(depth=3,width=2,out=5)", {1, 2, 24, 16}, self, 1);
+  EXPECT_EQ(model.shape(model.size()), (Shape4{1, 5, 24, 16}));
+  Sequential<float> same("unet(depth=1,width=2)", {1, 3, 6, 8}, self, 1);
+  EXPECT_EQ(same.shape(same.size()), (Shape4{1, 3, 6, 8}));
+}
+
+TEST(Presets, ResNetAndUNetOptionErrors) {
+  const Shape4 image{1, 3, 32, 32};
+  const auto error = [&](const char* text) { return error_of([&] { preset_spec(text, image); }); };
+  EXPECT_NE(error("resnet(depth=50)").find("resnet: depth must be 18 or 34, got 50"), std::string::npos);
+  EXPECT_NE(error("resnet(width=0)").find("resnet: width must be >= 1, got 0"), std::string::npos);
+  EXPECT_NE(error("resnet(classes=-1)").find("resnet: classes must be >= 1, got -1"), std::string::npos);
+  EXPECT_NE(error("resnet(layers=18)").find("unknown option 'layers'"), std::string::npos);
+  EXPECT_NE(error("unet(depth=0)").find("unet: depth must be from 1 to 16, got 0"), std::string::npos);
+  EXPECT_NE(error("unet(width=0)").find("unet: width must be >= 1, got 0"), std::string::npos);
+  EXPECT_NE(error("unet(out=0)").find("unet: out must be >= 1, got 0"), std::string::npos);
+  EXPECT_NE(error("unet(depth=6)").find("unet: input 32x32 is not divisible by 2^depth = 64 (depth=6)"),
+            std::string::npos);
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const std::string built = error_of([&] { Sequential<float>("unet", {1, 1, 40, 24}, self, 1); });
+  EXPECT_NE(built.find("unet: input 40x24 is not divisible by 2^depth = 16"), std::string::npos) << built;
 }
 
 TEST(Sequential, ParamsFollowTheStateDictConvention) {
