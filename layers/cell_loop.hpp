@@ -4,8 +4,8 @@
 //
 //   host (OpenMP/Serial)  a parallel loop over the rows (n, c, h); in each row one
 //                         contiguous loop over w, written for the vectoriser (`omp simd` on
-//                         raw row pointers) and, on x86-64 CPUs that have them, compiled a
-//                         second time for AVX2 + FMA and chosen at run time;
+//                         raw row pointers) and, on x86-64 CPUs that have them, compiled
+//                         again for AVX2 + FMA and for AVX-512, chosen once at run time;
 //   CUDA                  one flat RangePolicy over every cell with w the fastest index, so
 //                         consecutive threads touch consecutive addresses (Kokkos 3.4's
 //                         MDRangePolicy makes the FIRST index fastest on CUDA: wrong for
@@ -87,10 +87,13 @@ struct has_host_row : std::false_type {};
 template <class G>
 struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(std::int64_t{}))>> : std::true_type {};
 
-// The host row loops. One definition, compiled for the baseline ISA and (x86-64, GCC or
-// Clang) again for AVX2 + FMA; the build keeps -ffp-contract off (ISO C++), so both give
-// the same value per cell. Sums (simd_row_sums) may differ in the last bits: the lane count
-// changes the order within a row.
+// The host row loops. One definition (the *_body templates, always inlined), compiled for
+// the baseline ISA and (x86-64, GCC or Clang) again for AVX2 + FMA and for AVX-512
+// (F, VL, BW, DQ: 16 floats a vector), one chosen once at run time from the CPU. GCC
+// contracts a * b + c into FMA in the FMA clones (C++ mode's -ffp-contract=fast), so a
+// cell's value may differ from the baseline clone's in the last bit. Sums (simd_row_sums)
+// may differ in the last bits too: the lane count changes the order within a row;
+// block_sum (adds only, its order fixed in the code) gives the same bits in every clone.
 #if defined(_OPENMP)
 #define TESSERA_SIMD_LOOP _Pragma("omp simd")
 #define TESSERA_SIMD_SUMS(a, b) _Pragma("omp simd reduction(+ : a, b)")
@@ -100,23 +103,38 @@ struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(st
 #endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
-#define TESSERA_HOST_AVX2 1
+#define TESSERA_HOST_CLONES 1
 #define TESSERA_TARGET_AVX2 __attribute__((target("avx2,fma")))
-inline bool host_has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
+#define TESSERA_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+#define TESSERA_ALWAYS_INLINE [[gnu::always_inline]] inline
 #else
-#define TESSERA_HOST_AVX2 0
+#define TESSERA_HOST_CLONES 0
+#define TESSERA_ALWAYS_INLINE inline
 #endif
 
+// Which clone the host runs: 0 baseline, 1 AVX2 + FMA, 2 AVX-512.
+inline int host_isa() {
+#if TESSERA_HOST_CLONES
+  static const int level = [] {
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return 0;
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+    return avx512 ? 2 : 1;
+  }();
+  return level;
+#else
+  return 0;
+#endif
+}
+
 template <class G>
-void simd_row(const G& g, std::int64_t width) {
+TESSERA_ALWAYS_INLINE void simd_row_body(const G& g_in, std::int64_t width) {
+  const G g = g_in;  // a local copy: the row's stores cannot alias its constants, kept in registers
   TESSERA_SIMD_LOOP
   for (std::int64_t w = 0; w < width; ++w) g(w);
 }
 template <class S, class G>
-std::pair<S, S> simd_row_sums(const G& g, std::int64_t width) {
+TESSERA_ALWAYS_INLINE std::pair<S, S> simd_row_sums_body(const G& g, std::int64_t width) {
   S a = 0, b = 0;
   TESSERA_SIMD_SUMS(a, b)
   for (std::int64_t w = 0; w < width; ++w) {
@@ -126,23 +144,56 @@ std::pair<S, S> simd_row_sums(const G& g, std::int64_t width) {
   }
   return {a, b};
 }
-#if TESSERA_HOST_AVX2
-template <class G>
-TESSERA_TARGET_AVX2 void simd_row_avx2(const G& g, std::int64_t width) {
-  TESSERA_SIMD_LOOP
-  for (std::int64_t w = 0; w < width; ++w) g(w);
+
+// The sum of x[0, count) in double: blocks of 1024 cells, each added in T by 32 running
+// partial sums (partial j takes cells j, j + 32, ...), the partials then added in order,
+// the blocks in double. The order is fixed by the code, not by the vector width, so every
+// clone gives the same bits; 32 partials are four AVX2 (two AVX-512) registers, enough
+// independent adds to hide their latency.
+template <class T>
+TESSERA_ALWAYS_INLINE double block_sum_body(const T* x, std::int64_t count) {
+  constexpr int lanes = 32;
+  constexpr std::int64_t block = 1024;
+  double total = 0;
+  for (std::int64_t start = 0; start < count; start += block) {
+    const std::int64_t end = start + block < count ? start + block : count;
+    T acc[lanes] = {};
+    std::int64_t i = start;
+    for (; i + lanes <= end; i += lanes) {
+      TESSERA_SIMD_LOOP
+      for (int j = 0; j < lanes; ++j) acc[j] += x[i + j];
+    }
+    T s = 0;
+    for (int j = 0; j < lanes; ++j) s += acc[j];
+    for (; i < end; ++i) s += x[i];
+    total += static_cast<double>(s);
+  }
+  return total;
 }
+
+template <class G>
+void simd_row(const G& g, std::int64_t width) { simd_row_body(g, width); }
+template <class S, class G>
+std::pair<S, S> simd_row_sums(const G& g, std::int64_t width) { return simd_row_sums_body<S>(g, width); }
+template <class T>
+double block_sum(const T* x, std::int64_t count) { return block_sum_body(x, count); }
+#if TESSERA_HOST_CLONES
+template <class G>
+TESSERA_TARGET_AVX2 void simd_row_avx2(const G& g, std::int64_t width) { simd_row_body(g, width); }
 template <class S, class G>
 TESSERA_TARGET_AVX2 std::pair<S, S> simd_row_sums_avx2(const G& g, std::int64_t width) {
-  S a = 0, b = 0;
-  TESSERA_SIMD_SUMS(a, b)
-  for (std::int64_t w = 0; w < width; ++w) {
-    const auto v = g(w);
-    a += v.first;
-    b += v.second;
-  }
-  return {a, b};
+  return simd_row_sums_body<S>(g, width);
 }
+template <class T>
+TESSERA_TARGET_AVX2 double block_sum_avx2(const T* x, std::int64_t count) { return block_sum_body(x, count); }
+template <class G>
+TESSERA_TARGET_AVX512 void simd_row_avx512(const G& g, std::int64_t width) { simd_row_body(g, width); }
+template <class S, class G>
+TESSERA_TARGET_AVX512 std::pair<S, S> simd_row_sums_avx512(const G& g, std::int64_t width) {
+  return simd_row_sums_body<S>(g, width);
+}
+template <class T>
+TESSERA_TARGET_AVX512 double block_sum_avx512(const T* x, std::int64_t count) { return block_sum_body(x, count); }
 #endif
 
 template <class G>
@@ -150,8 +201,12 @@ void host_row(const G& g, std::int64_t width) {
   if constexpr (has_host_row<G>::value) {
     g.host_row(width);
   } else {
-#if TESSERA_HOST_AVX2
-    if (host_has_avx2()) return simd_row_avx2(g, width);
+#if TESSERA_HOST_CLONES
+    switch (host_isa()) {
+      case 2: return simd_row_avx512(g, width);
+      case 1: return simd_row_avx2(g, width);
+      default: break;
+    }
 #endif
     simd_row(g, width);
   }
@@ -234,15 +289,50 @@ void for_each_row(const char* label, const CellExtents& e, const Op& op) {
   }
 }
 
+// The extents to run a row op with when every array it touches (its Rows) has contiguous
+// planes (row stride == width: no halo, the usual case): each (n, c) plane is then one row
+// of h * w cells, so the host pays the per-row dispatch (index divisions, ISA switch, loop
+// prologue and tail) once per plane, not once per 128-cell row. Only for ops whose row
+// function does not depend on h (activations; per-channel constants). Rows stay rows where
+// the planes are too few to share among the host's threads.
+template <class... R>
+CellExtents plane_rows(const CellExtents& e, const R&... rows) {
+  const bool contiguous = ((e.h <= 1 || rows.sh == e.w) && ...);
+  if (!contiguous || e.h <= 1) return e;
+  if constexpr (cell_loop_detail::on_host) {
+    if (e.n * e.c < 4 * std::int64_t(Kokkos::DefaultHostExecutionSpace().concurrency())) return e;
+  }
+  return {e.n, e.c, 1, e.h * e.w};
+}
+
 // Host only, inside a host row op: the two sums over w < width of g(w) = {first, second}
 // (std::pair<S, S>), accumulated in S, vectorised as the row loops are.
 template <class S, class G>
 std::pair<S, S> host_row_sums(const G& g, std::int64_t width) {
   namespace d = cell_loop_detail;
-#if TESSERA_HOST_AVX2
-  if (d::host_has_avx2()) return d::simd_row_sums_avx2<S>(g, width);
+#if TESSERA_HOST_CLONES
+  switch (d::host_isa()) {
+    case 2: return d::simd_row_sums_avx512<S>(g, width);
+    case 1: return d::simd_row_sums_avx2<S>(g, width);
+    default: break;
+  }
 #endif
   return d::simd_row_sums<S>(g, width);
+}
+
+// Host only: the sum of the contiguous cells x[0, count) in double, vectorised, in an order
+// that does not depend on the vector width (cell_loop_detail::BlockSum).
+template <class T>
+double host_sum(const T* x, std::int64_t count) {
+  namespace d = cell_loop_detail;
+#if TESSERA_HOST_CLONES
+  switch (d::host_isa()) {
+    case 2: return d::block_sum_avx512(x, count);
+    case 1: return d::block_sum_avx2(x, count);
+    default: break;
+  }
+#endif
+  return d::block_sum(x, count);
 }
 
 // f(n, c, h, w) over every cell of a 4-D view: any functor, any layout of v.
