@@ -80,8 +80,10 @@ class Activation final : public Layer<T> {
   void forward(const Tensor<T>& x, const Tensor<T>& y) override {
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const auto ys = y.local(out);
-      for_each_row("tessera::activation_forward", extents_of(ys),
-                   activation_kernels::Forward<Typed, T>{typed(), rows_of(x.local(out)), rows_of(ys)});
+      const Rows<const T> xr = rows_of(x.local(out));
+      const Rows<T> yr = rows_of(ys);
+      for_each_row("tessera::activation_forward", plane_rows(extents_of(ys), xr, yr),
+                   activation_kernels::Forward<Typed, T>{typed(), xr, yr});
     });
     saved_.emplace(Fn::from_output ? y : x);
   }
@@ -96,9 +98,10 @@ class Activation final : public Layer<T> {
         *this, dy, dx,
         [&](const Box& window) {
           const auto dxs = dx.local(window);
-          for_each_row("tessera::activation_backward", extents_of(dxs),
-                       activation_kernels::Backward<Typed, T>{typed(), rows_of(x.local(window)),
-                                                              rows_of(dy.local(window)), rows_of(dxs)});
+          const Rows<const T> saved = rows_of(x.local(window)), dyr = rows_of(dy.local(window));
+          const Rows<T> dxr = rows_of(dxs);
+          for_each_row("tessera::activation_backward", plane_rows(extents_of(dxs), saved, dyr, dxr),
+                       activation_kernels::Backward<Typed, T>{typed(), saved, dyr, dxr});
         },
         [] {});
   }

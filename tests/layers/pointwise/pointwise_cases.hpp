@@ -32,6 +32,12 @@ inline std::vector<PointwiseCase> pointwise_cases() {
       {"tanh", "tanh", ""},
       {"upsample2", "upsample", "scale=2"},
       {"upsample3", "upsample", "scale=3"},
+      // Enough (n, c) planes for any host's threads: the kernels run each plane as one row
+      // (layers/cell_loop.hpp, plane_rows); 35 cells a plane leave a vector tail.
+      {"relu_planes", "relu", "", {8, 40, 5, 7}},
+      {"leakyrelu_planes", "leakyrelu", "", {8, 40, 5, 7}},
+      {"sigmoid_planes", "sigmoid", "", {8, 40, 5, 7}},
+      {"tanh_planes", "tanh", "", {8, 40, 5, 7}},
   };
 }
 
