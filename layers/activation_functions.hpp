@@ -20,6 +20,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "layers/fp32_math.hpp"
 #include "layers/nan_aware.hpp"
@@ -123,6 +124,11 @@ struct Tanh {
     return dy * (T(1) - t * t);
   }
 };
+
+// Whether F's value is costly arithmetic (exp, tanh) rather than a select: its forward rows
+// then run in the host's widest vectors (layers/cell_loop.hpp, wants_wide).
+template <class F>
+inline constexpr bool costly = std::is_same_v<F, Sigmoid> || std::is_same_v<F, Tanh>;
 
 // dx from what backward keeps (x, or y where F::from_output) and dy.
 template <class F, class T>

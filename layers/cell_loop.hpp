@@ -5,7 +5,8 @@
 //   host (OpenMP/Serial)  a parallel loop over the rows (n, c, h); in each row one
 //                         contiguous loop over w, written for the vectoriser (`omp simd` on
 //                         raw row pointers) and, on x86-64 CPUs that have them, compiled
-//                         again for AVX2 + FMA and for AVX-512, chosen once at run time;
+//                         again for AVX2 + FMA (and AVX-512 for costly cells), chosen
+//                         once at run time;
 //   CUDA                  one flat RangePolicy over every cell with w the fastest index, so
 //                         consecutive threads touch consecutive addresses (Kokkos 3.4's
 //                         MDRangePolicy makes the FIRST index fastest on CUDA: wrong for
@@ -25,8 +26,10 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -89,7 +92,8 @@ struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(st
 
 // The host row loops. One definition (the *_body templates, always inlined), compiled for
 // the baseline ISA and (x86-64, GCC or Clang) again for AVX2 + FMA and for AVX-512
-// (F, VL, BW, DQ: 16 floats a vector), one chosen once at run time from the CPU. GCC
+// (F, VL, BW, DQ: 16 floats a vector, only for row functions that ask: wants_wide), one
+// chosen once at run time from the CPU. GCC
 // contracts a * b + c into FMA in the FMA clones (C++ mode's -ffp-contract=fast), so a
 // cell's value may differ from the baseline clone's in the last bit. Sums (simd_row_sums)
 // may differ in the last bits too: the lane count changes the order within a row;
@@ -112,14 +116,19 @@ struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(st
 #define TESSERA_ALWAYS_INLINE inline
 #endif
 
-// Which clone the host runs: 0 baseline, 1 AVX2 + FMA, 2 AVX-512.
+// Which clone the host runs: 0 baseline, 1 AVX2 + FMA, 2 AVX-512; the environment variable
+// TESSERA_HOST_ISA (baseline | avx2) caps it, for comparisons.
 inline int host_isa() {
 #if TESSERA_HOST_CLONES
   static const int level = [] {
     if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return 0;
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-    return avx512 ? 2 : 1;
+    const int cpu = avx512 ? 2 : 1;
+    const char* cap = std::getenv("TESSERA_HOST_ISA");
+    if (cap && std::string_view(cap) == "baseline") return 0;
+    if (cap && std::string_view(cap) == "avx2") return cpu < 1 ? cpu : 1;
+    return cpu;
   }();
   return level;
 #else
@@ -148,7 +157,7 @@ TESSERA_ALWAYS_INLINE std::pair<S, S> simd_row_sums_body(const G& g, std::int64_
 // The sum of x[0, count) in double: blocks of 1024 cells, each added in T by 32 running
 // partial sums (partial j takes cells j, j + 32, ...), the partials then added in order,
 // the blocks in double. The order is fixed by the code, not by the vector width, so every
-// clone gives the same bits; 32 partials are four AVX2 (two AVX-512) registers, enough
+// clone gives the same bits; 32 partials are four AVX2 registers, enough
 // independent adds to hide their latency.
 template <class T>
 TESSERA_ALWAYS_INLINE double block_sum_body(const T* x, std::int64_t count) {
@@ -188,13 +197,16 @@ template <class T>
 TESSERA_TARGET_AVX2 double block_sum_avx2(const T* x, std::int64_t count) { return block_sum_body(x, count); }
 template <class G>
 TESSERA_TARGET_AVX512 void simd_row_avx512(const G& g, std::int64_t width) { simd_row_body(g, width); }
-template <class S, class G>
-TESSERA_TARGET_AVX512 std::pair<S, S> simd_row_sums_avx512(const G& g, std::int64_t width) {
-  return simd_row_sums_body<S>(g, width);
-}
-template <class T>
-TESSERA_TARGET_AVX512 double block_sum_avx512(const T* x, std::int64_t count) { return block_sum_body(x, count); }
 #endif
+
+// Whether a row's cell function asks for the AVX-512 clone (G::wide_vectors): worth it where
+// a cell does much arithmetic (exp, tanh: measured 1.3-1.5x on Zen 4); streaming kernels
+// (a select, a multiply) measured 10-20% slower with 64-byte vectors there than with
+// AVX2, so they, the sums included, stay on AVX2.
+template <class G, class = void>
+struct wants_wide : std::false_type {};
+template <class G>
+struct wants_wide<G, std::enable_if_t<G::wide_vectors>> : std::true_type {};
 
 template <class G>
 void host_row(const G& g, std::int64_t width) {
@@ -202,11 +214,11 @@ void host_row(const G& g, std::int64_t width) {
     g.host_row(width);
   } else {
 #if TESSERA_HOST_CLONES
-    switch (host_isa()) {
-      case 2: return simd_row_avx512(g, width);
-      case 1: return simd_row_avx2(g, width);
-      default: break;
+    const int isa = host_isa();
+    if constexpr (wants_wide<G>::value) {
+      if (isa == 2) return simd_row_avx512(g, width);
     }
+    if (isa >= 1) return simd_row_avx2(g, width);
 #endif
     simd_row(g, width);
   }
@@ -289,22 +301,6 @@ void for_each_row(const char* label, const CellExtents& e, const Op& op) {
   }
 }
 
-// The extents to run a row op with when every array it touches (its Rows) has contiguous
-// planes (row stride == width: no halo, the usual case): each (n, c) plane is then one row
-// of h * w cells, so the host pays the per-row dispatch (index divisions, ISA switch, loop
-// prologue and tail) once per plane, not once per 128-cell row. Only for ops whose row
-// function does not depend on h (activations; per-channel constants). Rows stay rows where
-// the planes are too few to share among the host's threads.
-template <class... R>
-CellExtents plane_rows(const CellExtents& e, const R&... rows) {
-  const bool contiguous = ((e.h <= 1 || rows.sh == e.w) && ...);
-  if (!contiguous || e.h <= 1) return e;
-  if constexpr (cell_loop_detail::on_host) {
-    if (e.n * e.c < 4 * std::int64_t(Kokkos::DefaultHostExecutionSpace().concurrency())) return e;
-  }
-  return {e.n, e.c, 1, e.h * e.w};
-}
-
 // Host only, inside a host row op: the two sums over w < width of g(w) = {first, second}
 // (std::pair<S, S>), accumulated in S, vectorised as the row loops are.
 template <class S, class G>
@@ -312,9 +308,8 @@ std::pair<S, S> host_row_sums(const G& g, std::int64_t width) {
   namespace d = cell_loop_detail;
 #if TESSERA_HOST_CLONES
   switch (d::host_isa()) {
-    case 2: return d::simd_row_sums_avx512<S>(g, width);
-    case 1: return d::simd_row_sums_avx2<S>(g, width);
-    default: break;
+    case 0: break;
+    default: return d::simd_row_sums_avx2<S>(g, width);
   }
 #endif
   return d::simd_row_sums<S>(g, width);
@@ -327,9 +322,8 @@ double host_sum(const T* x, std::int64_t count) {
   namespace d = cell_loop_detail;
 #if TESSERA_HOST_CLONES
   switch (d::host_isa()) {
-    case 2: return d::block_sum_avx512(x, count);
-    case 1: return d::block_sum_avx2(x, count);
-    default: break;
+    case 0: break;
+    default: return d::block_sum_avx2(x, count);
   }
 #endif
   return d::block_sum(x, count);

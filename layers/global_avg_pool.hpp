@@ -153,7 +153,7 @@ class GlobalAvgPool final : public Layer<T> {
     const auto dxs = dx.owned();
     const auto dys = dy.owned();
     const Rows<T> dxr = rows_of(dxs);
-    for_each_row("tessera::gap_backward", plane_rows(extents_of(dxs), dxr),
+    for_each_row("tessera::gap_backward", extents_of(dxs),
                  gap_kernels::Spread<decltype(dys), T>{dys, dxr, 1.0 / double(image[H] * image[W])});
   }
 

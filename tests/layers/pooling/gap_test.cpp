@@ -73,8 +73,8 @@ void check_every_grid(const Shape4& shape, const HaloWidths& dx_halo) {
 
 TEST(GlobalAvgPool, EveryGridMatchesTheReference) { check_every_grid({2, 3, 13, 11}, HaloWidths::symmetric_hw(1, 1)); }
 
-// Planes of more than one 1024-cell block (the host's block sums), and enough planes, with
-// no halo on dx, for backward to run each plane as one row (cell_loop.hpp, plane_rows).
+// Planes of more than one 1024-cell block (the host's block sums, cell_loop.hpp's
+// host_sum), many planes, and dx without a halo.
 TEST(GlobalAvgPool, ManyLargePlanesMatchTheReference) { check_every_grid({4, 40, 37, 45}, HaloWidths{}); }
 
 // L = sum(gap(x) * r): central differences in double agree with dx.
