@@ -37,6 +37,7 @@ struct Forward {
     F f;
     const T* x;
     T* y;
+    static constexpr bool wide_vectors = activation_functions::costly<F>;  // cell_loop.hpp
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = f.value(x[w]); }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
@@ -80,8 +81,10 @@ class Activation final : public Layer<T> {
   void forward(const Tensor<T>& x, const Tensor<T>& y) override {
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const auto ys = y.local(out);
+      const Rows<const T> xr = rows_of(x.local(out));
+      const Rows<T> yr = rows_of(ys);
       for_each_row("tessera::activation_forward", extents_of(ys),
-                   activation_kernels::Forward<Typed, T>{typed(), rows_of(x.local(out)), rows_of(ys)});
+                   activation_kernels::Forward<Typed, T>{typed(), xr, yr});
     });
     saved_.emplace(Fn::from_output ? y : x);
   }
@@ -96,9 +99,10 @@ class Activation final : public Layer<T> {
         *this, dy, dx,
         [&](const Box& window) {
           const auto dxs = dx.local(window);
+          const Rows<const T> saved = rows_of(x.local(window)), dyr = rows_of(dy.local(window));
+          const Rows<T> dxr = rows_of(dxs);
           for_each_row("tessera::activation_backward", extents_of(dxs),
-                       activation_kernels::Backward<Typed, T>{typed(), rows_of(x.local(window)),
-                                                              rows_of(dy.local(window)), rows_of(dxs)});
+                       activation_kernels::Backward<Typed, T>{typed(), saved, dyr, dxr});
         },
         [] {});
   }

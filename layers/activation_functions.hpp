@@ -11,7 +11,7 @@
 // dy where the slope is 0 gives 0, not 0 * NaN; NaN inputs propagate as in PyTorch.
 //
 // Kernels evaluate f.typed<T>(): the function with its options converted to T once (the
-// leaky slope), so no cell converts from double. exp, tanh and select (a
+// leaky slope), so no cell converts from double. exp, sigmoid, tanh and select (a
 // branch-free ?:) are layers/fp32_math.hpp's, which vectorise on the host.
 
 #include <Kokkos_Core.hpp>
@@ -20,6 +20,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "layers/fp32_math.hpp"
 #include "layers/nan_aware.hpp"
@@ -94,7 +95,7 @@ struct Sigmoid {
   template <class T>
   Sigmoid typed() const { return *this; }
   template <class T>
-  KOKKOS_INLINE_FUNCTION T value(T x) const { return T(1) / (T(1) + fp32_math::exp(-x)); }
+  KOKKOS_INLINE_FUNCTION T value(T x) const { return fp32_math::sigmoid(x); }
   template <class T>
   KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const {
     return gradient_from_output(value(x), dy);
@@ -123,6 +124,11 @@ struct Tanh {
     return dy * (T(1) - t * t);
   }
 };
+
+// Whether F's value is costly arithmetic (exp, tanh) rather than a select: its forward rows
+// then run in the host's widest vectors (layers/cell_loop.hpp, wants_wide).
+template <class F>
+inline constexpr bool costly = std::is_same_v<F, Sigmoid> || std::is_same_v<F, Tanh>;
 
 // dx from what backward keeps (x, or y where F::from_output) and dy.
 template <class F, class T>

@@ -4,8 +4,9 @@
 //
 //   host (OpenMP/Serial)  a parallel loop over the rows (n, c, h); in each row one
 //                         contiguous loop over w, written for the vectoriser (`omp simd` on
-//                         raw row pointers) and, on x86-64 CPUs that have them, compiled a
-//                         second time for AVX2 + FMA and chosen at run time;
+//                         raw row pointers) and, on x86-64 CPUs that have them, compiled
+//                         again for AVX2 + FMA (and AVX-512 for costly cells), chosen
+//                         once at run time;
 //   CUDA                  one flat RangePolicy over every cell with w the fastest index, so
 //                         consecutive threads touch consecutive addresses (Kokkos 3.4's
 //                         MDRangePolicy makes the FIRST index fastest on CUDA: wrong for
@@ -25,8 +26,10 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -87,10 +90,14 @@ struct has_host_row : std::false_type {};
 template <class G>
 struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(std::int64_t{}))>> : std::true_type {};
 
-// The host row loops. One definition, compiled for the baseline ISA and (x86-64, GCC or
-// Clang) again for AVX2 + FMA; the build keeps -ffp-contract off (ISO C++), so both give
-// the same value per cell. Sums (simd_row_sums) may differ in the last bits: the lane count
-// changes the order within a row.
+// The host row loops. One definition (the *_body templates, always inlined), compiled for
+// the baseline ISA and (x86-64, GCC or Clang) again for AVX2 + FMA and for AVX-512
+// (F, VL, BW, DQ: 16 floats a vector, only for row functions that ask: wants_wide), one
+// chosen once at run time from the CPU. GCC
+// contracts a * b + c into FMA in the FMA clones (C++ mode's -ffp-contract=fast), so a
+// cell's value may differ from the baseline clone's in the last bit. Sums (simd_row_sums)
+// may differ in the last bits too: the lane count changes the order within a row;
+// block_sum (adds only, its order fixed in the code) gives the same bits in every clone.
 #if defined(_OPENMP)
 #define TESSERA_SIMD_LOOP _Pragma("omp simd")
 #define TESSERA_SIMD_SUMS(a, b) _Pragma("omp simd reduction(+ : a, b)")
@@ -100,23 +107,43 @@ struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(st
 #endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
-#define TESSERA_HOST_AVX2 1
+#define TESSERA_HOST_CLONES 1
 #define TESSERA_TARGET_AVX2 __attribute__((target("avx2,fma")))
-inline bool host_has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
+#define TESSERA_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+#define TESSERA_ALWAYS_INLINE [[gnu::always_inline]] inline
 #else
-#define TESSERA_HOST_AVX2 0
+#define TESSERA_HOST_CLONES 0
+#define TESSERA_ALWAYS_INLINE inline
 #endif
 
+// Which clone the host runs: 0 baseline, 1 AVX2 + FMA, 2 AVX-512; the environment variable
+// TESSERA_HOST_ISA (baseline | avx2) caps it, for comparisons.
+inline int host_isa() {
+#if TESSERA_HOST_CLONES
+  static const int level = [] {
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return 0;
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+    const int cpu = avx512 ? 2 : 1;
+    const char* cap = std::getenv("TESSERA_HOST_ISA");
+    if (cap && std::string_view(cap) == "baseline") return 0;
+    if (cap && std::string_view(cap) == "avx2") return cpu < 1 ? cpu : 1;
+    return cpu;
+  }();
+  return level;
+#else
+  return 0;
+#endif
+}
+
 template <class G>
-void simd_row(const G& g, std::int64_t width) {
+TESSERA_ALWAYS_INLINE void simd_row_body(const G& g_in, std::int64_t width) {
+  const G g = g_in;  // a local copy: the row's stores cannot alias its constants, kept in registers
   TESSERA_SIMD_LOOP
   for (std::int64_t w = 0; w < width; ++w) g(w);
 }
 template <class S, class G>
-std::pair<S, S> simd_row_sums(const G& g, std::int64_t width) {
+TESSERA_ALWAYS_INLINE std::pair<S, S> simd_row_sums_body(const G& g, std::int64_t width) {
   S a = 0, b = 0;
   TESSERA_SIMD_SUMS(a, b)
   for (std::int64_t w = 0; w < width; ++w) {
@@ -126,32 +153,72 @@ std::pair<S, S> simd_row_sums(const G& g, std::int64_t width) {
   }
   return {a, b};
 }
-#if TESSERA_HOST_AVX2
-template <class G>
-TESSERA_TARGET_AVX2 void simd_row_avx2(const G& g, std::int64_t width) {
-  TESSERA_SIMD_LOOP
-  for (std::int64_t w = 0; w < width; ++w) g(w);
+
+// The sum of x[0, count) in double: blocks of 1024 cells, each added in T by 32 running
+// partial sums (partial j takes cells j, j + 32, ...), the partials then added in order,
+// the blocks in double. The order is fixed by the code, not by the vector width, so every
+// clone gives the same bits; 32 partials are four AVX2 registers, enough
+// independent adds to hide their latency.
+template <class T>
+TESSERA_ALWAYS_INLINE double block_sum_body(const T* x, std::int64_t count) {
+  constexpr int lanes = 32;
+  constexpr std::int64_t block = 1024;
+  double total = 0;
+  for (std::int64_t start = 0; start < count; start += block) {
+    const std::int64_t end = start + block < count ? start + block : count;
+    T acc[lanes] = {};
+    std::int64_t i = start;
+    for (; i + lanes <= end; i += lanes) {
+      TESSERA_SIMD_LOOP
+      for (int j = 0; j < lanes; ++j) acc[j] += x[i + j];
+    }
+    T s = 0;
+    for (int j = 0; j < lanes; ++j) s += acc[j];
+    for (; i < end; ++i) s += x[i];
+    total += static_cast<double>(s);
+  }
+  return total;
 }
+
+template <class G>
+void simd_row(const G& g, std::int64_t width) { simd_row_body(g, width); }
+template <class S, class G>
+std::pair<S, S> simd_row_sums(const G& g, std::int64_t width) { return simd_row_sums_body<S>(g, width); }
+template <class T>
+double block_sum(const T* x, std::int64_t count) { return block_sum_body(x, count); }
+#if TESSERA_HOST_CLONES
+template <class G>
+TESSERA_TARGET_AVX2 void simd_row_avx2(const G& g, std::int64_t width) { simd_row_body(g, width); }
 template <class S, class G>
 TESSERA_TARGET_AVX2 std::pair<S, S> simd_row_sums_avx2(const G& g, std::int64_t width) {
-  S a = 0, b = 0;
-  TESSERA_SIMD_SUMS(a, b)
-  for (std::int64_t w = 0; w < width; ++w) {
-    const auto v = g(w);
-    a += v.first;
-    b += v.second;
-  }
-  return {a, b};
+  return simd_row_sums_body<S>(g, width);
 }
+template <class T>
+TESSERA_TARGET_AVX2 double block_sum_avx2(const T* x, std::int64_t count) { return block_sum_body(x, count); }
+template <class G>
+TESSERA_TARGET_AVX512 void simd_row_avx512(const G& g, std::int64_t width) { simd_row_body(g, width); }
 #endif
+
+// Whether a row's cell function asks for the AVX-512 clone (G::wide_vectors): worth it where
+// a cell does much arithmetic (exp, tanh: measured 1.3-1.5x on Zen 4); streaming kernels
+// (a select, a multiply) measured 10-20% slower with 64-byte vectors there than with
+// AVX2, so they, the sums included, stay on AVX2.
+template <class G, class = void>
+struct wants_wide : std::false_type {};
+template <class G>
+struct wants_wide<G, std::enable_if_t<G::wide_vectors>> : std::true_type {};
 
 template <class G>
 void host_row(const G& g, std::int64_t width) {
   if constexpr (has_host_row<G>::value) {
     g.host_row(width);
   } else {
-#if TESSERA_HOST_AVX2
-    if (host_has_avx2()) return simd_row_avx2(g, width);
+#if TESSERA_HOST_CLONES
+    const int isa = host_isa();
+    if constexpr (wants_wide<G>::value) {
+      if (isa == 2) return simd_row_avx512(g, width);
+    }
+    if (isa >= 1) return simd_row_avx2(g, width);
 #endif
     simd_row(g, width);
   }
@@ -239,10 +306,27 @@ void for_each_row(const char* label, const CellExtents& e, const Op& op) {
 template <class S, class G>
 std::pair<S, S> host_row_sums(const G& g, std::int64_t width) {
   namespace d = cell_loop_detail;
-#if TESSERA_HOST_AVX2
-  if (d::host_has_avx2()) return d::simd_row_sums_avx2<S>(g, width);
+#if TESSERA_HOST_CLONES
+  switch (d::host_isa()) {
+    case 0: break;
+    default: return d::simd_row_sums_avx2<S>(g, width);
+  }
 #endif
   return d::simd_row_sums<S>(g, width);
+}
+
+// Host only: the sum of the contiguous cells x[0, count) in double, vectorised, in an order
+// that does not depend on the vector width (cell_loop_detail::BlockSum).
+template <class T>
+double host_sum(const T* x, std::int64_t count) {
+  namespace d = cell_loop_detail;
+#if TESSERA_HOST_CLONES
+  switch (d::host_isa()) {
+    case 0: break;
+    default: return d::block_sum_avx2(x, count);
+  }
+#endif
+  return d::block_sum(x, count);
 }
 
 // f(n, c, h, w) over every cell of a 4-D view: any functor, any layout of v.

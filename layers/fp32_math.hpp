@@ -1,5 +1,5 @@
 #pragma once
-// exp, tanh and a branch-free select for the element-wise kernels, written so that GCC
+// exp, sigmoid, tanh and a branch-free select for the element-wise kernels, written so that GCC
 // vectorises them on the host: plain float arithmetic, selects and integer bit operations,
 // no call into libm (a libm call keeps a loop scalar; glibc's vector variants are only
 // declared under -ffast-math, which the build never uses since it folds the x != x NaN test
@@ -78,6 +78,31 @@ inline float host_exp(float x) {
   return host_select(x < lo, 0.0f, e);
 }
 
+// sigmoid(x) = 1 / (1 + exp(-x)), exp(t = -x) as host_exp but scaled by 2^n in one step:
+// t clamped to [-87, 88] keeps n within [-126, 127], normal scales, so the value is
+// host_exp's bit for bit there. Below -87, exp(t) < 2^-125 and 1 + exp(t) rounds to 1
+// either way. Above 88 (x < -88) the result, under 6.1e-39 (subnormal from -87.3), is
+// returned as 0, its value at -inf. NaN passes the clamps (comparisons) and propagates.
+inline float host_sigmoid(float x) {
+  constexpr float hi = 88.0f, lo = -87.0f, magic = 12582912.0f;
+  const float t = -x;
+  float tc = host_select(t > hi, hi, t);
+  tc = host_select(tc < lo, lo, tc);
+  const float u = tc * 1.44269504f + magic;
+  const float nf = u - magic;
+  const std::int32_t n = to_bits(u) - to_bits(magic);
+  float r = tc - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  float p = 0.00138875930f;
+  p = p * r + 0.00836893296f;
+  p = p * r + 0.0416671077f;
+  p = p * r + 0.166665201f;
+  p = p * r + 0.499999987f;
+  p = p * (r * r) + r + 1.0f;
+  const float e = p * from_bits((n + 127) << 23);
+  return host_select(t > hi, 0.0f, 1.0f / (1.0f + e));
+}
+
 inline float host_tanh(float x) {
   const std::int32_t sign = to_bits(x) & std::int32_t(0x80000000u);
   const float a = from_bits(to_bits(x) ^ sign);  // |x|; NaN stays NaN
@@ -108,6 +133,14 @@ KOKKOS_INLINE_FUNCTION T exp(T x) {
   if constexpr (std::is_same_v<T, float>) return detail::host_exp(x);
 #endif
   return Kokkos::Experimental::exp(x);
+}
+
+template <class T>
+KOKKOS_INLINE_FUNCTION T sigmoid(T x) {
+#if !defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, float>) return detail::host_sigmoid(x);
+#endif
+  return T(1) / (T(1) + Kokkos::Experimental::exp(-x));
 }
 
 template <class T>

@@ -55,21 +55,22 @@ struct Mean {
   }
 };
 
-// Host: sums(n, c) as TileSum, each row summed in T by the vectorised row loop, the rows in
-// double (TileSum adds every cell in T, one after the other).
+// Host: sums(n, c) as TileSum, by host_sum (cell_loop.hpp: vectorised, fp32 within blocks
+// of 1024 cells, double across them). A plane whose rows follow each other (row stride ==
+// width: no halo, the usual case) is one run of H * W cells; otherwise each row is a run.
 template <class T, class Out>
 struct HostTileSum {
   Rows<const T> x;
   Out sums;
   std::int64_t channels, height, width;
-  struct Row {
-    const T* x;
-    KOKKOS_INLINE_FUNCTION Kokkos::pair<T, T> operator()(std::int64_t w) const { return {x[w], T(0)}; }
-  };
   void operator()(std::int64_t plane) const {
     const std::int64_t n = plane / channels, c = plane % channels;
     double s = 0;
-    for (std::int64_t h = 0; h < height; ++h) s += static_cast<double>(host_row_sums<T>(Row{x.row(n, c, h)}, width).first);
+    if (x.sh == width || height == 1) {
+      s = host_sum(x.row(n, c, 0), height * width);
+    } else {
+      for (std::int64_t h = 0; h < height; ++h) s += host_sum(x.row(n, c, h), width);
+    }
     sums(n, c) = static_cast<T>(s);
   }
 };
@@ -151,8 +152,9 @@ class GlobalAvgPool final : public Layer<T> {
     if (!(dx.window_box() == dx.owned_box())) dx.fill_window(T(0));  // halo cells get no gradient
     const auto dxs = dx.owned();
     const auto dys = dy.owned();
+    const Rows<T> dxr = rows_of(dxs);
     for_each_row("tessera::gap_backward", extents_of(dxs),
-                 gap_kernels::Spread<decltype(dys), T>{dys, rows_of(dxs), 1.0 / double(image[H] * image[W])});
+                 gap_kernels::Spread<decltype(dys), T>{dys, dxr, 1.0 / double(image[H] * image[W])});
   }
 
  private:

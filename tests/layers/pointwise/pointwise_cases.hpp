@@ -32,6 +32,11 @@ inline std::vector<PointwiseCase> pointwise_cases() {
       {"tanh", "tanh", ""},
       {"upsample2", "upsample", "scale=2"},
       {"upsample3", "upsample", "scale=3"},
+      // Many (n, c) planes and rows of 7 cells (shorter than a vector: the loop tails).
+      {"relu_planes", "relu", "", {8, 40, 5, 7}},
+      {"leakyrelu_planes", "leakyrelu", "", {8, 40, 5, 7}},
+      {"sigmoid_planes", "sigmoid", "", {8, 40, 5, 7}},
+      {"tanh_planes", "tanh", "", {8, 40, 5, 7}},
   };
 }
 

@@ -26,10 +26,10 @@ std::vector<double> owned_values(const Tensor<T>& t) {
   return v;
 }
 
-TEST(GlobalAvgPool, EveryGridMatchesTheReference) {
-  const Shape4 shape{2, 3, 13, 11};
+// forward and backward on every grid that fits shape, dx with halo widths dx_halo.
+void check_every_grid(const Shape4& shape, const HaloWidths& dx_halo) {
   const HostArray<float> x = random_array(shape, 5);
-  const HostArray<float> dy_global = random_array({2, 3, 1, 1}, 6);  // every rank draws the same
+  const HostArray<float> dy_global = random_array({shape[N], shape[C], 1, 1}, 6);  // every rank draws the same
   const double cells = double(shape[H] * shape[W]);
   GlobalAvgPool<float> gap;
   for (const GridDims& dims : grids_that_fit(shape, shape)) {
@@ -37,7 +37,7 @@ TEST(GlobalAvgPool, EveryGridMatchesTheReference) {
     const ProcessGrid grid(MPI_COMM_WORLD, dims);
     const auto head = make_head_grid(grid);
     const Shape4 out = gap.output_shape(shape);
-    Tensor<float> xt(grid, shape, HaloWidths{}, "x"), dxt(grid, shape, HaloWidths::symmetric_hw(1, 1), "dx");
+    Tensor<float> xt(grid, shape, HaloWidths{}, "x"), dxt(grid, shape, dx_halo, "dx");
     Tensor<float> y(*head, out, {}, "y"), dy(*head, out, {}, "dy");
     scatter(x, xt);
     gap.forward(xt, y);
@@ -70,6 +70,12 @@ TEST(GlobalAvgPool, EveryGridMatchesTheReference) {
     }
   }
 }
+
+TEST(GlobalAvgPool, EveryGridMatchesTheReference) { check_every_grid({2, 3, 13, 11}, HaloWidths::symmetric_hw(1, 1)); }
+
+// Planes of more than one 1024-cell block (the host's block sums, cell_loop.hpp's
+// host_sum), many planes, and dx without a halo.
+TEST(GlobalAvgPool, ManyLargePlanesMatchTheReference) { check_every_grid({4, 40, 37, 45}, HaloWidths{}); }
 
 // L = sum(gap(x) * r): central differences in double agree with dx.
 TEST(GlobalAvgPool, FiniteDifferencesMatchBackward) {
