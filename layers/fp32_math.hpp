@@ -55,14 +55,17 @@ inline T host_select(bool c, T a, T b) {
   return out;
 }
 
-inline float host_exp(float x) {
-  constexpr float hi = 88.7228394f;   // above: overflow (inf)
-  constexpr float lo = -103.972084f;  // below: underflow (0)
+// exp(xc) = p * 2^n for an xc already clamped to the normal range: the range reduction
+// (n = round(xc log2 e), r = xc - n ln 2 in two parts) and the degree-6 polynomial that
+// host_exp and host_sigmoid share; they differ only in how they clamp and scale by 2^n.
+struct ExpParts {
+  float p;
+  std::int32_t n;
+};
+inline ExpParts exp_parts(float xc) {
   constexpr float magic = 12582912.0f;
-  float xc = host_select(x > hi, hi, x);  // comparisons keep a NaN x
-  xc = host_select(xc < lo, lo, xc);
   const float t = xc * 1.44269504f + magic;
-  const float nf = t - magic;  // round(x log2 e)
+  const float nf = t - magic;  // round(xc log2 e)
   const std::int32_t n = to_bits(t) - to_bits(magic);
   float r = xc - nf * 0.693359375f;
   r = r - nf * -2.12194440e-4f;
@@ -72,6 +75,15 @@ inline float host_exp(float x) {
   p = p * r + 0.166665201f;
   p = p * r + 0.499999987f;
   p = p * (r * r) + r + 1.0f;
+  return {p, n};
+}
+
+inline float host_exp(float x) {
+  constexpr float hi = 88.7228394f;   // above: overflow (inf)
+  constexpr float lo = -103.972084f;  // below: underflow (0)
+  float xc = host_select(x > hi, hi, x);  // comparisons keep a NaN x
+  xc = host_select(xc < lo, lo, xc);
+  const auto [p, n] = exp_parts(xc);
   const std::int32_t n1 = n >> 1, n2 = n - n1;
   float e = p * from_bits((n1 + 127) << 23) * from_bits((n2 + 127) << 23);
   e = host_select(x > hi, __builtin_huge_valf(), e);
@@ -84,21 +96,11 @@ inline float host_exp(float x) {
 // either way. Above 88 (x < -88) the result, under 6.1e-39 (subnormal from -87.3), is
 // returned as 0, its value at -inf. NaN passes the clamps (comparisons) and propagates.
 inline float host_sigmoid(float x) {
-  constexpr float hi = 88.0f, lo = -87.0f, magic = 12582912.0f;
+  constexpr float hi = 88.0f, lo = -87.0f;
   const float t = -x;
   float tc = host_select(t > hi, hi, t);
   tc = host_select(tc < lo, lo, tc);
-  const float u = tc * 1.44269504f + magic;
-  const float nf = u - magic;
-  const std::int32_t n = to_bits(u) - to_bits(magic);
-  float r = tc - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
-  float p = 0.00138875930f;
-  p = p * r + 0.00836893296f;
-  p = p * r + 0.0416671077f;
-  p = p * r + 0.166665201f;
-  p = p * r + 0.499999987f;
-  p = p * (r * r) + r + 1.0f;
+  const auto [p, n] = exp_parts(tc);
   const float e = p * from_bits((n + 127) << 23);
   return host_select(t > hi, 0.0f, 1.0f / (1.0f + e));
 }
