@@ -160,8 +160,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
   const CopyTimes copies = copy_times(tile_floats, comm);
   const double check = copies.check();
 
-  const std::string grid_text =
-      std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + "x" + std::to_string(dims[2]);
+  const std::string grid_text = tessera::format_grid(dims);
   if (root) {
     std::printf("%s\n", runtime.describe().c_str());
     std::printf("data: %lld float32 samples of %lldx%lldx%lld, batch %lld, grid %s\n"

@@ -34,6 +34,7 @@ using Vec = std::vector<double>;
 
 using tessera::layers::testing::random_array;
 using tessera::layers::testing::host_vector;
+using tessera::layers::testing::relative_error;
 
 
 Vec gathered(const layers::Tensor<float>& t) {
@@ -46,20 +47,6 @@ void broadcast(Vec& v) {
   MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
   v.resize(static_cast<std::size_t>(n));
   MPI_Bcast(v.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-}
-
-double relative_error(const Vec& got, const Vec& want) {
-  if (got.size() != want.size()) return INFINITY;
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    diff = std::max(diff, std::abs(got[i] - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  return scale == 0 ? diff : diff / scale;
-}
-
-std::string format_grid(const GridDims& g) {
-  return std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]);
 }
 
 struct StepResult {

@@ -102,10 +102,6 @@ double relative_error(const std::vector<double>& got, const std::vector<double>&
   return scale == 0 ? diff : diff / scale;
 }
 
-std::string format_grid(const GridDims& g) {
-  return std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]);
-}
-
 void expect_every_grid_matches_one_rank(const std::string& spec, const Shape4& shape,
                                         const std::vector<std::int64_t>& labels, const HostArray<float>& target) {
   const bool root = tessera::testing::world_rank() == 0;
