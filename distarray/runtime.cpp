@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "distarray/mpi_progress.hpp"
 #include "tessera_config.hpp"
 #if TESSERA_ENABLE_CUDA
 #include <cuda_runtime.h>
@@ -82,7 +83,9 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    // MULTIPLE lets the progress thread (distarray/mpi_progress.hpp) move messages while
+    // the rank computes; with less, messages move inside wait() only.
+    check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     owns_mpi_ = true;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &config_.world_rank);
@@ -119,6 +122,7 @@ Runtime::~Runtime() {
   // Every Kokkos View must be gone before Kokkos::finalize, and Kokkos (which may hold
   // MPI-registered memory) must go before MPI.
   Kokkos::finalize();
+  MpiProgress::shutdown();
   g_active = false;
   if (owns_mpi_) {
     int finalized = 0;
