@@ -147,7 +147,8 @@ std::string Runtime::describe() const {
       << " device=" << (config_.device >= 0 ? std::to_string(config_.device) : std::string("host"))
       << " kokkos=" << KOKKOS_VERSION / 10000 << "." << KOKKOS_VERSION / 100 % 100 << "."
       << KOKKOS_VERSION % 100 << " (" << Kokkos::DefaultExecutionSpace::name() << ")"
-      << " mpi=\"" << mpi << "\"";
+      << " mpi=\"" << mpi << "\""
+      << " mpi-progress=" << (MpiProgress::enabled() ? "thread" : "off (MPI below MPI_THREAD_MULTIPLE, or TESSERA_MPI_PROGRESS=off)");
   return out.str();
 }
 
