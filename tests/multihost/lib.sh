@@ -9,6 +9,18 @@ srun_on() {
   HDF5_USE_FILE_LOCKING=FALSE nsenter --net="/run/netns/$MH_CTL" srun --mpi=pmi2 "$@"
 }
 
+# on_host <host> <command...>: runs it on that host (its network, host name, IPC and mounts,
+# entered through its slurmd), as a user logged in there would, e.g. mpiexec without Slurm.
+on_host() {
+  local h=$1 pid daemon=
+  shift
+  for pid in $(ip netns pids "$(mh_var NS "$h")"); do
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurmd ]] && daemon=$pid
+  done
+  [[ -n $daemon ]] || { echo "on_host: no slurmd on $h" >&2; return 1; }
+  HDF5_USE_FILE_LOCKING=FALSE nsenter --target "$daemon" --net --uts --ipc --mount "$@"
+}
+
 mh_var() { local v="MH_$1_$2"; printf '%s\n' "${!v}"; }
 switch_ns() { printf '%s\n' "${MH_CTL%-ctl}-sw"; }
 
