@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -43,6 +45,24 @@ std::vector<std::uint32_t> own_addresses() {
   return found;
 }
 
+const PeerProbe* live_probe = nullptr;  // the one end_on_mpi_failure's handler asks
+const char* failing_program = "tessera";
+
+void on_mpi_failure(MPI_Comm*, int* code, ...) {
+  char reason[MPI_MAX_ERROR_STRING] = "";
+  int length = 0;
+  MPI_Error_string(*code, reason, &length);
+  std::string first_line(reason, static_cast<std::size_t>(std::max(length, 0)));
+  first_line = first_line.substr(0, first_line.find('\n'));
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string diagnosis = live_probe ? live_probe->diagnose() : std::string();
+  std::fprintf(stderr, "%s: error: rank %d: MPI failed (%s)%s%s, so this rank ends the job\n", failing_program, rank,
+               first_line.c_str(), diagnosis.empty() ? "" : "; ", diagnosis.c_str());
+  std::fflush(stderr);
+  std::_Exit(3);  // not MPI_Abort: it may wait on the peer that is gone
+}
+
 std::string dotted(std::uint32_t address) {
   char text[INET_ADDRSTRLEN] = "?";
   in_addr a{};
@@ -52,6 +72,14 @@ std::string dotted(std::uint32_t address) {
 }
 
 }  // namespace
+
+void end_on_mpi_failure(MPI_Comm comm, const char* program) {
+  failing_program = program;
+  MPI_Errhandler handler;
+  MPI_Comm_create_errhandler(on_mpi_failure, &handler);
+  MPI_Comm_set_errhandler(comm, handler);
+  MPI_Errhandler_free(&handler);
+}
 
 PeerProbe::PeerProbe(MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank_);
@@ -80,9 +108,11 @@ PeerProbe::PeerProbe(MPI_Comm comm) {
     p.port = c.port;
     peers_.push_back(std::move(p));
   }
+  live_probe = this;
 }
 
 PeerProbe::~PeerProbe() {
+  if (live_probe == this) live_probe = nullptr;
   if (listener_ >= 0) close(listener_);
 }
 

@@ -18,9 +18,16 @@
 
 namespace tessera::models {
 
+// Replaces MPI's "abort with an error stack" on `comm` and every communicator later derived
+// from it (they inherit the handler) by one line: "<program>: error: rank R: MPI failed
+// (<MPI's reason>); <the live PeerProbe's diagnosis>", then exit status 3. MPICH notices a
+// lost peer this way when its transport sees the connection fail (a host whose processes
+// died); the watchdog covers the silent cases (a cut link). Call before deriving grids.
+void end_on_mpi_failure(MPI_Comm comm, const char* program);
+
 class PeerProbe {
  public:
-  explicit PeerProbe(MPI_Comm comm);  // collective over comm
+  explicit PeerProbe(MPI_Comm comm);  // collective over comm; the one end_on_mpi_failure asks
   ~PeerProbe();
   PeerProbe(const PeerProbe&) = delete;
   PeerProbe& operator=(const PeerProbe&) = delete;

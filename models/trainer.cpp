@@ -482,6 +482,8 @@ class Run {
 
 TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& on_rank0_line) {
   check_options(options);
+  // With the watchdog on, a lost peer ends the job with one line naming it, whoever notices.
+  if (options.watchdog.floor > 0) end_on_mpi_failure(comm, "tessera-train");
   MemoryFigures memory;
   try {
     Run run(options, comm, on_rank0_line, memory);

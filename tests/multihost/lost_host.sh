@@ -54,7 +54,8 @@ echo "lost_host: the ranks ended ${ranks_end} s after, srun ${srun_end} s after 
 [[ -z ${left// /} ]] || fail "rank processes still running 60 s after: $left"
 ((ranks_end <= 30)) || fail "the ranks took more than 30 s to end"
 ((status != 0)) || fail "srun exited 0"
-grep -Eq "error: rank [01] made no progress .*(unreachable|gone \(connection refused\)): rank\(s\) 2, 3 on host h2 \(10\.77\.0\.2\), so this rank ends the job" \
+# By the watchdog (silence) or MPI's error handler (a connection that failed), same line.
+grep -Eq "error: rank [01]( made no progress for [0-9]+ s \(step [0-9]+: [a-z ]+\)|: MPI failed \(.*\)); (unreachable|gone \(connection refused\)): (.*, )?rank\(s\) 2, 3 on host h2 \(10\.77\.0\.2\), so this rank ends the job" \
   "$dir/err" || fail "no rank named the lost ranks 2, 3 on host h2"
 
 # The last checkpoint is whole: it resumes on the surviving host alone (mpiexec there), on
