@@ -210,7 +210,9 @@ ReturnToService=2
 InactiveLimit=0
 KillWait=5
 MinJobAge=10
-SlurmdTimeout=10
+# A node silent for a minute is declared down (real clusters wait 300 s): the ranks' own
+# watchdogs, which name what they lost, end a job on a cut link before Slurm does.
+SlurmdTimeout=60
 MessageTimeout=5
 TCPTimeout=2
 MailProg=/bin/true
