@@ -27,7 +27,7 @@ cores=$(getconf _NPROCESSORS_ONLN)
   cat "$dir/links.txt"
   echo "ranks_per_node $per_host"
   echo "devices_per_node 1"
-  awk -v c="$cores" 'BEGIN { printf "devices_per_rank %g\n", c / 4 > 1 ? 1 : c / 4 }'
+  awk -v c="$cores" 'BEGIN { printf "devices_per_rank %g\n", (c / 4 > 1 ? 1 : c / 4) }'
 } >"$dir/machine.txt"
 srun_on -N "$hosts" -n 4 --ntasks-per-node="$per_host" "$bench" --model "$model" --shape "$shape" --grid "$grid" \
   --warmup 1 --repeats 5 --timings "$dir/profile.txt" --machine "$dir/machine.txt" \
