@@ -21,6 +21,7 @@
 #include "models/memory_plan.hpp"
 #include "models/metrics_log.hpp"
 #include "models/model_buffers.hpp"
+#include "models/peer_probe.hpp"
 #include "models/presets.hpp"
 #include "models/rank_agreement.hpp"
 #include "models/sample_order.hpp"
@@ -155,8 +156,13 @@ class Run {
     record_failure(open_error, [&] { metrics.emplace(o_.metrics, rank0_, !o_.resume.empty()); });
     throw_if_any(grid_.comm(), open_error);
     ProgressLine progress(o_.progress && rank0_, total);
+    std::optional<PeerProbe> peers;  // outlives the watchdog, whose thread may ask it
     std::optional<Watchdog> watchdog;
-    if (o_.watchdog.floor > 0) watchdog.emplace("tessera-train", grid_.rank(), o_.watchdog);
+    if (o_.watchdog.floor > 0) {
+      watchdog.emplace("tessera-train", grid_.rank(), o_.watchdog);
+      peers.emplace(grid_.comm());
+      watchdog->set_diagnosis([&peers] { return peers->diagnose(); });
+    }
     auto beat = [&](std::int64_t step, const char* what) {
       if (watchdog) watchdog->beat("step " + std::to_string(step) + ": " + what);
     };
@@ -476,6 +482,8 @@ class Run {
 
 TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& on_rank0_line) {
   check_options(options);
+  // With the watchdog on, a lost peer ends the job with one line naming it, whoever notices.
+  if (options.watchdog.floor > 0) end_on_mpi_failure(comm, "tessera-train");
   MemoryFigures memory;
   try {
     Run run(options, comm, on_rank0_line, memory);

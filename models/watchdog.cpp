@@ -33,6 +33,11 @@ void Watchdog::step_done(double seconds) {
   stepped_ = true;
 }
 
+void Watchdog::set_diagnosis(std::function<std::string()> diagnose) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  diagnose_ = std::move(diagnose);
+}
+
 double Watchdog::limit() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stepped_ ? std::max(limits_.floor, 10 * slowest_step_) : limits_.startup;
@@ -46,10 +51,10 @@ void Watchdog::watch() {
     const double limit = stepped_ ? std::max(limits_.floor, 10 * slowest_step_) : limits_.startup;
     const double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_beat_).count();
     if (idle < limit) continue;
-    std::fprintf(stderr,
-                 "%s: error: rank %d made no progress for %.0f s (%s); another rank has probably died or hangs, "
-                 "so this rank ends the job\n",
-                 name_.c_str(), rank_, idle, doing_.c_str());
+    const std::string diagnosis = diagnose_ ? diagnose_() : std::string();
+    const std::string why = diagnosis.empty() ? "another rank has probably died or hangs" : diagnosis;
+    std::fprintf(stderr, "%s: error: rank %d made no progress for %.0f s (%s); %s, so this rank ends the job\n",
+                 name_.c_str(), rank_, idle, doing_.c_str(), why.c_str());
     std::fflush(stderr);
     std::_Exit(3);
   }

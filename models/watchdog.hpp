@@ -10,12 +10,17 @@
 // main thread is stuck inside MPI). Under mpiexec or srun the other ranks then end too,
 // by the launcher or by their own watchdogs.
 //
+// When a diagnosis is set (set_diagnosis: tessera-train's asks models/peer_probe.hpp which
+// ranks still answer), its phrase replaces the guess, e.g. "unreachable: rank(s) 2, 3 on
+// host h2 (10.77.0.2)", so a cut link or a lost node is named in the same one line.
+//
 // The limit adapts: `startup` seconds until the first step completes (reading data,
 // building exchanges), then max(`floor`, 10 x the slowest step so far), so a slow but
 // healthy step never trips it.
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -41,6 +46,9 @@ class Watchdog {
   // A step finished in `seconds`: the limit from now on accounts for it.
   void step_done(double seconds);
   double limit() const;
+  // Called from the watchdog's thread when it fires (no MPI there); an empty phrase keeps
+  // the default message.
+  void set_diagnosis(std::function<std::string()> diagnose);
 
  private:
   void watch();
@@ -52,6 +60,7 @@ class Watchdog {
   std::condition_variable wake_;
   std::chrono::steady_clock::time_point last_beat_;
   std::string doing_ = "starting";
+  std::function<std::string()> diagnose_;
   double slowest_step_ = 0;
   bool stepped_ = false;
   bool stop_ = false;

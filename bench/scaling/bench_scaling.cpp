@@ -9,7 +9,8 @@
 //                              [--profile FILE]   write per-layer timings of this shape (P = 1)
 //                              [--timings FILE]   predict from a --profile of a probe shape
 //                              [--machine FILE]   override model machine fields (name value)
-//                              [--measure-links FILE]  ping-pong ranks 0 and 1, write the fields, exit
+//                              [--measure-links FILE]  ping-pong ranks 0 and 1, write the fields
+//                                                      (intra_* on one node, inter_* on two), exit
 //                              [--label TEXT]
 //
 // One JSON line per run on stdout (rank 0). Times are means over ranks of each repeat,
@@ -201,19 +202,42 @@ double one_way_seconds(std::size_t bytes, int trips, MPI_Comm comm, int rank) {
   return best;
 }
 
+// Whether world ranks 0 and 1 share a node (MPI's view: MPICH goes by host name).
+bool first_two_share_a_node(MPI_Comm comm) {
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Group world_group, node_group;
+  MPI_Comm_group(comm, &world_group);
+  MPI_Comm_group(node, &node_group);
+  const int both[2] = {0, 1};
+  int in_node[2];
+  MPI_Group_translate_ranks(world_group, 2, both, node_group, in_node);
+  int shared = in_node[0] != MPI_UNDEFINED && in_node[1] != MPI_UNDEFINED;
+  MPI_Bcast(&shared, 1, MPI_INT, 0, comm);
+  MPI_Group_free(&world_group);
+  MPI_Group_free(&node_group);
+  MPI_Comm_free(&node);
+  return shared != 0;
+}
+
+// Writes intra_* fields when ranks 0 and 1 share a node, inter_* when they do not (launch
+// them on two hosts: srun -N 2 -n 2).
 int measure_links(const tessera::Runtime& runtime, const std::string& path) {
   if (runtime.size() < 2) throw std::invalid_argument("--measure-links needs at least 2 ranks");
   const MPI_Comm comm = runtime.world();
+  const bool same_node = first_two_share_a_node(comm);
+  const char* link = same_node ? "intra" : "inter";
   const std::size_t big = std::size_t{1} << 22;
   const double latency = one_way_seconds(8, 20, comm, runtime.rank());
   const double big_s = one_way_seconds(big, 4, comm, runtime.rank());
   if (runtime.rank() == 0) {
     std::ofstream out(path);
-    out << "# bench_scaling --measure-links: MPI ping-pong between ranks 0 and 1 (same node)\n"
-        << std::setprecision(6) << "intra_latency_s " << latency << "\nintra_bandwidth "
+    out << "# bench_scaling --measure-links: MPI ping-pong between ranks 0 and 1 ("
+        << (same_node ? "same node" : "two nodes") << ")\n"
+        << std::setprecision(6) << link << "_latency_s " << latency << "\n" << link << "_bandwidth "
         << static_cast<double>(big) / std::max(big_s - latency, 1e-9) << "\n";
     if (!out) throw std::runtime_error("cannot write '" + path + "'");
-    std::printf("links: latency %.2f us, bandwidth %.2f GB/s -> %s\n", latency * 1e6,
+    std::printf("links (%s): latency %.2f us, bandwidth %.2f GB/s -> %s\n", link, latency * 1e6,
                 static_cast<double>(big) / (big_s - latency) / 1e9, path.c_str());
   }
   return 0;

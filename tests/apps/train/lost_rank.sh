@@ -47,7 +47,7 @@ echo "lost_rank: the job ended ${elapsed} s after losing a rank, exit status $st
 if [ "$mode" = stop ]; then
   expect="made no progress for [0-9]+ s \\(step [0-9]+: [a-z ]+\\); another rank has probably died or hangs"
 else
-  expect="made no progress|BAD TERMINATION|KILLED|killed"
+  expect="made no progress|MPI failed|BAD TERMINATION|KILLED|killed"
 fi
 grep -Eq "$expect" "$dir/err" "$dir/out" || { echo "lost_rank: but no message matches /$expect/"; exit 1; }
 echo "lost_rank: ok"

@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# A private Slurm cluster of network-namespace hosts on this machine, then one command.
+#
+#   tests/multihost/cluster.sh --hosts N [--link none|10g|1g] [--timeout S] [--keep] -- command [args...]
+#
+# Builds, in a fresh temporary folder and fresh network namespaces (nothing is added to the
+# machine's own interfaces):
+#   <tag>-sw    the switch: one bridge, the far end of every host's veth pair
+#   <tag>-ctl   the head node, 10.77.0.100: slurmctld, and where srun runs
+#   <tag>-h1..N the hosts, 10.77.0.1..N: one slurmd each (NodeName h<i>, its own spool and
+#               log), and what a separate machine would not share with the others: its own
+#               host name h<i> (MPICH tells nodes apart by host name), System V IPC, /dev/shm
+#               and boot id (UCX, MPICH's network layer here, tells machines apart by boot id:
+#               with one shared, it would carry inter-host messages through shared memory)
+# munged runs once, outside them; every daemon reaches it through its socket file.
+# --link shapes each host's link in both directions with a token bucket (tc tbf): 10g is
+# 10 Gbit/s, 1g 1 Gbit/s; none (the default) leaves the veth at its own speed. No delay can be
+# added here (this kernel has no netem); the latency is the stack's own, as measured.
+#
+# The command runs in the root namespace with these in its environment:
+#   MH_DIR       the temporary folder (logs in $MH_DIR/log)
+#   MH_CTL       the head node's namespace: `ip netns exec $MH_CTL srun ...` submits a job
+#   MH_HOSTS     h1 .. hN;  MH_NS_<h> the namespace of host h;  MH_LINK_<h> its veth in the switch
+#   MH_SLURMD_<h>  the pid of host h's slurmd;  SLURM_CONF
+# and tests/multihost/lib.sh gives it helpers (srun_on, link_bytes, ...).
+#
+# Whatever happens, every process in these namespaces, munged, the namespaces (with their
+# links and queueing disciplines) and the folder are gone when this exits (--keep keeps the
+# folder). Exit status: the command's; 124 past --timeout; 77 (ctest's skip) with one line
+# saying why when this machine cannot host such a cluster (not root, no `ip netns`, no Slurm),
+# or 1 instead where TESSERA_MULTIHOST_REQUIRED=1 (CI); 2 for a bad command line.
+set -uo pipefail
+
+readonly SKIP=77
+hosts=2
+link=none
+timeout_s=240
+keep=0
+while (($#)); do
+  case "$1" in
+    --hosts) hosts="${2:-}"; shift 2 || true ;;
+    --link) link="${2:-}"; shift 2 || true ;;
+    --timeout) timeout_s="${2:-}"; shift 2 || true ;;
+    --keep) keep=1; shift ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "cluster: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;
+  esac
+done
+[[ $hosts =~ ^[2-4]$ ]] || { echo "cluster: --hosts must be 2, 3 or 4, got '$hosts'" >&2; exit 2; }
+case "$link" in
+  none) rate= ;;
+  10g) rate=10gbit ;;
+  1g) rate=1gbit ;;
+  *) echo "cluster: --link must be none, 10g or 1g, got '$link'" >&2; exit 2 ;;
+esac
+[[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "cluster: --timeout needs a positive number of seconds" >&2; exit 2; }
+(($#)) || { echo "cluster: no command given (put it after --)" >&2; exit 2; }
+
+skip() {
+  [[ ${TESSERA_MULTIHOST_REQUIRED:-0} == 1 ]] && { echo "cluster: FAILED (TESSERA_MULTIHOST_REQUIRED=1): $*"; exit 1; }
+  echo "cluster: SKIPPED: $*"
+  exit "$SKIP"
+}
+# shellcheck disable=SC2046  # one name per word; an enclosing Slurm job is not ours
+unset $(compgen -e | grep -E '^(SLURM|SRUN|SALLOC|SBATCH|PMI|PMIX)_')
+
+[[ $(id -u) == 0 ]] || skip "network namespaces need root and this is uid $(id -u)"
+command -v ip >/dev/null || skip "'ip' (iproute2) is not installed"
+ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here: $(ip netns list 2>&1 | head -n 1)"
+for tool in munged munge unmunge slurmctld slurmd srun sinfo scontrol unshare nsenter timeout tc; do
+  command -v "$tool" >/dev/null || skip "'$tool' is not installed (scripts/setup-deps.sh installs slurm-wlm and munge)"
+done
+plugin_dir=$(dirname "$(dpkg -L slurm-wlm-basic-plugins 2>/dev/null | grep -m1 '/mpi_pmi2\.so$')" 2>/dev/null)
+[[ -f $plugin_dir/mpi_pmi2.so ]] || skip "Slurm's pmi2 MPI plugin is missing (Debian package slurm-wlm-basic-plugins)"
+
+# --- teardown, whatever happens -------------------------------------------------------------------
+sandbox=$(mktemp -d /tmp/tessera-hosts.XXXXXX) || skip "cannot create a temporary folder"
+chmod 755 "$sandbox"
+tag=tmh$(printf '%04x' $((RANDOM % 65536)))  # short: interface names have at most 15 characters
+namespaces=()
+munged_pid=
+
+netns_pids() { local ns; for ns in "${namespaces[@]}"; do ip netns pids "$ns" 2>/dev/null; done; }
+teardown() {
+  trap - EXIT INT TERM HUP
+  local deadline pids
+  # slurmstepd ignores TERM; the tasks and daemons may take a moment: TERM, then KILL.
+  pids=$(netns_pids | xargs)
+  [[ -n $pids ]] && kill -TERM $pids 2>/dev/null
+  deadline=$((SECONDS + 5))
+  while [[ -n $(netns_pids) ]] && ((SECONDS < deadline)); do sleep 0.2; done
+  pids=$(netns_pids | xargs)
+  [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+  deadline=$((SECONDS + 5))
+  while [[ -n $(netns_pids) ]] && ((SECONDS < deadline)); do sleep 0.2; done
+  [[ -n $(netns_pids) ]] && echo "cluster: warning: processes left in the namespaces: $(netns_pids | xargs)" >&2
+  [[ -n $munged_pid ]] && kill -TERM "$munged_pid" 2>/dev/null
+  local ns
+  for ns in "${namespaces[@]}"; do ip netns delete "$ns" 2>/dev/null; done  # takes its links and qdiscs
+  if ((keep)); then echo "cluster: kept $sandbox" >&2; else rm -rf "$sandbox"; fi
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+show_logs() {
+  local log
+  for log in "$sandbox"/log/*.log; do
+    [[ -s $log ]] || continue
+    echo "----- $(basename "$log") (last 10 lines)" >&2
+    tail -n 10 "$log" >&2
+  done
+}
+wait_until() {  # wait_until <seconds> <pid> <command...>
+  local deadline=$((SECONDS + $1)) pid="$2"
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+daemon_failed() {  # daemon_failed <name> <what did not happen>
+  show_logs
+  skip "$1: $2 (logs above)"
+}
+
+# --- the network ------------------------------------------------------------------------------------
+add_ns() { ip netns add "$1" || skip "cannot create network namespace '$1'"; namespaces+=("$1"); ip -n "$1" link set lo up; }
+switch=$tag-sw
+ctl=$tag-ctl
+add_ns "$switch"
+ip -n "$switch" link add br0 type bridge && ip -n "$switch" link set br0 up || skip "cannot create a bridge"
+# plug <namespace> <address> <switch-side name>: a veth pair from the namespace to the bridge.
+plug() {
+  local ns=$1 address=$2 port=$3
+  ip link add "$port" netns "$switch" type veth peer name eth0 netns "$ns" || skip "cannot create a veth pair"
+  ip -n "$switch" link set "$port" master br0 up
+  ip -n "$ns" addr add "$address/24" dev eth0
+  ip -n "$ns" link set eth0 up
+}
+add_ns "$ctl"
+plug "$ctl" 10.77.0.100 "${tag}c"
+host_names=()
+for ((i = 1; i <= hosts; ++i)); do
+  h=h$i
+  host_names+=("$h")
+  add_ns "$tag-$h"
+  plug "$tag-$h" "10.77.0.$i" "$tag$h"
+  export "MH_NS_$h=$tag-$h" "MH_LINK_$h=$tag$h"
+  if [[ -n $rate ]]; then
+    # Both directions: the host's egress on its eth0, its ingress on the switch's port.
+    # Burst: at least one 64 KiB TSO segment plus a rate's millisecond.
+    tc -n "$tag-$h" qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms \
+      && tc -n "$switch" qdisc add dev "$tag$h" root tbf rate "$rate" burst 256kb latency 50ms \
+      || skip "tc tbf is not available here"
+  fi
+done
+export MH_DIR=$sandbox MH_CTL=$ctl MH_HOSTS="${host_names[*]}" MH_LINK_PROFILE=$link
+
+# --- munge -------------------------------------------------------------------------------------------
+mkdir -p "$sandbox"/{munge,log,state,run}
+chmod 755 "$sandbox/munge"
+head -c 1024 /dev/urandom >"$sandbox/munge/munge.key" && chmod 400 "$sandbox/munge/munge.key"
+socket="$sandbox/munge/munge.socket"
+munged --foreground --force --socket="$socket" --key-file="$sandbox/munge/munge.key" \
+       --pid-file="$sandbox/munge/munged.pid" --seed-file="$sandbox/munge/munged.seed" \
+       --log-file="$sandbox/log/munged.log" >>"$sandbox/log/munged.log" 2>&1 &
+munged_pid=$!
+disown
+munge_works() { timeout 5 munge -n -S "$socket" | timeout 5 unmunge -S "$socket"; }
+wait_until 10 "$munged_pid" munge_works || daemon_failed munged "no credential round trip in 10 s"
+
+# --- slurm.conf ----------------------------------------------------------------------------------------
+export SLURM_CONF="$sandbox/slurm.conf"
+: >"$sandbox/plugstack.conf"
+cpus=$(getconf _NPROCESSORS_ONLN)
+((cpus < 4)) && cpus=4  # each host may run 4 tasks; on this machine they share its cores
+{
+  cat <<EOF
+# $hosts hosts in network namespaces, made by tests/multihost/cluster.sh; gone when it exits.
+ClusterName=tessera
+SlurmctldHost=ctl(10.77.0.100)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$socket
+StateSaveLocation=$sandbox/state
+SlurmdSpoolDir=$sandbox/spool-%n
+SlurmctldPidFile=$sandbox/run/slurmctld.pid
+SlurmdPidFile=$sandbox/run/slurmd-%n.pid
+SlurmdLogFile=$sandbox/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PluginDir=$plugin_dir
+PlugStackConfig=$sandbox/plugstack.conf
+TmpFS=$sandbox
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SwitchType=switch/none
+MpiDefault=pmi2
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SlurmdParameters=config_overrides
+ReturnToService=2
+InactiveLimit=0
+KillWait=5
+MinJobAge=10
+# A node silent for a minute is declared down (real clusters wait 300 s): the ranks' own
+# watchdogs, which name what they lost, end a job on a cut link before Slurm does.
+SlurmdTimeout=60
+MessageTimeout=5
+TCPTimeout=2
+MailProg=/bin/true
+EOF
+  for ((i = 1; i <= hosts; ++i)); do
+    echo "NodeName=h$i NodeAddr=10.77.0.$i NodeHostname=h$i CPUs=$cpus State=UNKNOWN"
+  done
+  echo "PartitionName=test Nodes=h[1-$hosts] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES"
+} >"$SLURM_CONF"
+
+# --- the daemons, each in its namespace under its own host name ------------------------------------
+# in_ns <namespace> <hostname> <command...>: runs it there under that host name, with its
+# own IPC namespace, /dev/shm and boot id; what it starts (slurmstepd, the tasks) inherits them.
+# nsenter, not `ip netns exec`: that one remounts /sys, and slurmd needs /sys/fs/cgroup.
+in_ns() {
+  local ns=$1 name=$2
+  shift 2
+  cat /proc/sys/kernel/random/uuid >"$sandbox/boot_id-$name"
+  nsenter --net="/run/netns/$ns" unshare --uts --ipc --mount --propagation private -- sh -c '
+    hostname "$0" && mount -t tmpfs -o mode=1777 shm /dev/shm &&
+    mount --bind "$1" /proc/sys/kernel/random/boot_id && shift && exec "$@"' "$name" "$sandbox/boot_id-$name" "$@"
+}
+in_ns "$ctl" ctl slurmctld -D -i >>"$sandbox/log/slurmctld.log" 2>&1 &
+ctld_pid=$!
+disown
+wait_until 15 "$ctld_pid" ip netns exec "$ctl" timeout 5 scontrol ping \
+  || daemon_failed slurmctld "did not answer in 15 s"
+for h in "${host_names[@]}"; do
+  mkdir -p "$sandbox/spool-$h"
+  in_ns "$tag-$h" "$h" slurmd -D -N "$h" >>"$sandbox/log/slurmd-$h.out" 2>&1 &
+  export "MH_SLURMD_$h=$!"
+  disown
+done
+all_idle() {
+  [[ $(ip netns exec "$ctl" timeout 5 sinfo -h -o '%t %D' 2>/dev/null) == "idle $hosts" ]]
+}
+wait_until 30 "$ctld_pid" all_idle \
+  || daemon_failed slurmd "not all $hosts hosts are idle after 30 s: '$(ip netns exec "$ctl" timeout 5 sinfo -h -N -o '%N %t' 2>&1 | xargs)'"
+
+# --- the command ---------------------------------------------------------------------------------------
+export MH_LIB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
+echo "cluster: $hosts hosts (${host_names[*]}), link ${link}: $*"
+timeout --kill-after=10 "$timeout_s" "$@" &
+wait $!
+status=$?
+((status == 124)) && echo "cluster: the command ran past $timeout_s s" >&2
+((status != 0)) && show_logs
+exit "$status"

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Under tests/multihost/cluster.sh --hosts N --link PROFILE: the performance model against the
+# link. Measures the link by MPI ping-pong between two hosts (bench_scaling --measure-links:
+# inter_latency_s, inter_bandwidth), each layer alone on one rank of h1 (--profile), then one
+# training step on 4 ranks over the N hosts next to the model's prediction from those numbers
+# (--timings, --machine). Appends bench_scaling's JSON line to OUT and prints the comparison.
+#   link_model.sh BENCH_SCALING WORK_DIR OUT_JSONL [MODEL SHAPE GRID]
+set -uo pipefail
+source "$MH_LIB"
+bench=$1 dir=$2 out=$3
+model=${4:-"conv(out=8,k=3,pad=1),relu,conv(out=8,k=3,pad=1),relu,flatten,linear(out=16)"}
+shape=${5:-4x1x96x96}
+grid=${6:-1x4x1}
+hosts=$(wc -w <<<"$MH_HOSTS")
+per_host=$((4 / hosts))
+mkdir -p "$dir"
+export OMP_NUM_THREADS=1
+
+on_host h1 mpiexec -n 1 "$bench" --model "$model" --shape "$shape" --grid 1x1x1 --repeats 5 \
+  --profile "$dir/profile.txt" >"$dir/profile.json" || fail "profiling the layers failed"
+srun_on -N 2 -n 2 --ntasks-per-node=1 "$bench" --measure-links "$dir/links.txt" || fail "the ping-pong failed"
+grep -q '^inter_bandwidth ' "$dir/links.txt" || fail "the ping-pong did not run between two hosts: $(cat "$dir/links.txt")"
+# The hosts share this machine's cores: each rank gets cores / 4 of them, so the model is told
+# that (devices_per_rank) and how many ranks each host holds.
+cores=$(getconf _NPROCESSORS_ONLN)
+{
+  cat "$dir/links.txt"
+  echo "ranks_per_node $per_host"
+  echo "devices_per_node 1"
+  awk -v c="$cores" 'BEGIN { printf "devices_per_rank %g\n", (c / 4 > 1 ? 1 : c / 4) }'
+} >"$dir/machine.txt"
+srun_on -N "$hosts" -n 4 --ntasks-per-node="$per_host" "$bench" --model "$model" --shape "$shape" --grid "$grid" \
+  --warmup 1 --repeats 5 --timings "$dir/profile.txt" --machine "$dir/machine.txt" \
+  --label "hosts=$hosts link=$MH_LINK_PROFILE" >"$dir/step.json" &
+job=$!
+# Known here: MPI_Finalize of bench_scaling, after its result line, at times never returns
+# from MPICH's PMI barrier under these slurmds. The line is what counts: once it is out, srun
+# has 10 s to finish before its job is cancelled.
+deadline=$((SECONDS + 150))
+until grep -q '"bench": "scaling"' "$dir/step.json" 2>/dev/null; do
+  kill -0 "$job" 2>/dev/null && ((SECONDS < deadline)) || { cat "$dir/step.json"; fail "no result line from the step benchmark"; }
+  sleep 0.5
+done
+deadline=$((SECONDS + 10))
+while kill -0 "$job" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+if kill -0 "$job" 2>/dev/null; then
+  echo "link_model: srun did not end 10 s after the result (MPI_Finalize); cancelling its job"
+  nsenter --net="/run/netns/$MH_CTL" scancel --full "$(nsenter --net="/run/netns/$MH_CTL" squeue -h -o %i | head -n 1)"
+fi
+wait "$job"
+line=$(grep '"bench": "scaling"' "$dir/step.json")
+links=$(awk '/^inter_latency_s/ {l = $2} /^inter_bandwidth/ {b = $2} END {printf "inter_latency_s %g inter_bandwidth %g", l, b}' "$dir/links.txt")
+echo "${line%\}}, \"links\": \"$links\"}" >>"$out"
+python3 - "$line" "$links" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1]); p = r["predicted"]
+print(f'{r["label"]} grid {r["grid"]}: {sys.argv[2]}')
+for k in ("step_s", "compute_s", "halo_s", "allreduce_s"):
+    m, q = r[k], p[k]
+    print(f'  {k:12s} measured {m*1e3:8.3f} ms  predicted {q*1e3:8.3f} ms  ratio {q/m if m else float("nan"):.2f}')
+PY
