@@ -10,6 +10,7 @@
 // The slots alias the parameters' and the optimizer's own views and step counts: loading
 // writes straight into them, and the content must not outlive them.
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -18,12 +19,13 @@
 
 namespace tessera::models {
 
-// (layer index in the sequence, parameter): the index is the state_dict key's first part.
-using LayerParameters = std::vector<std::pair<int, layers::Parameter<float>*>>;
+// (node path, parameter): the path is the state_dict key's first part — the layer index
+// of a chain ("3"), the dotted node path of a graph ("layer1.0.conv1"; Graph::params()).
+using LayerParameters = std::vector<std::pair<std::string, layers::Parameter<float>*>>;
 
-// Slots /params/<i>/<name> for every parameter and, with an optimizer, for each of its
-// parameters /optimizer/<i>/<name>/<buffer> (momentum_buffer, exp_avg, ...) and the
-// counter /optimizer/<i>/<name>/step; meta.optimizer becomes the optimizer's kind. Throws
+// Slots /params/<path>/<name> for every parameter and, with an optimizer, for each of its
+// parameters /optimizer/<path>/<name>/<buffer> (momentum_buffer, exp_avg, ...) and the
+// counter /optimizer/<path>/<name>/step; meta.optimizer becomes the optimizer's kind. Throws
 // std::invalid_argument if the optimizer updates a parameter not in `params`.
 CheckpointContent checkpoint_content(const LayerParameters& params, layers::Optimizer<float>* optimizer = nullptr,
                                      CheckpointMeta meta = {});

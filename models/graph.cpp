@@ -9,6 +9,7 @@
 
 #include "layers/head_grid.hpp"
 #include "layers/merge_kernels.hpp"
+#include "models/buffer_sharing.hpp"
 
 namespace tessera::models {
 
@@ -79,8 +80,8 @@ HaloWidths union_of(const HaloWidths& a, const HaloWidths& b) {
 
 template <class T>
 Graph<T>::Graph(const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid, std::uint64_t seed,
-                const LayerRegistry& registry)
-    : shapes_{input}, grids_{&grid} {
+                const LayerRegistry& registry, Passes passes)
+    : passes_(passes), shapes_{input}, grids_{&grid} {
   order(spec);
   build(registry, seed);
   lay_out();
@@ -92,8 +93,8 @@ Graph<T>::Graph(const GraphSpec& spec, const Shape4& input, const ProcessGrid& g
 // their shapes and allocate nothing; no activation is allocated.
 template <class T>
 Graph<T>::Graph(PlanOnly, const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid,
-                const LayerRegistry& registry)
-    : shapes_{input}, grids_{&grid} {
+                const LayerRegistry& registry, Passes passes)
+    : passes_(passes), shapes_{input}, grids_{&grid} {
   const layers::ParameterPlanning planning;
   order(spec);
   build(registry, 0);
@@ -106,33 +107,32 @@ Graph<T>::~Graph() = default;
 
 template <class T>
 MemoryPlan Graph<T>::memory_plan(const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid,
-                                 const LayerRegistry& registry) {
-  Graph planned(PlanOnly{}, spec, input, grid, registry);
+                                 const LayerRegistry& registry, Passes passes) {
+  Graph planned(PlanOnly{}, spec, input, grid, registry, passes);
   MemoryPlan plan;
-  for (const auto& [index, p] : planned.params()) {
-    std::string extent;
-    for (const std::int64_t d : p->extent) {
-      if (!extent.empty()) extent += 'x';
-      extent += std::to_string(d);
+  for (std::size_t i = 0; i < planned.size(); ++i)
+    for (const layers::Parameter<T>* p : planned.layer(i).params()) {
+      std::string extent;
+      for (const std::int64_t d : p->extent) {
+        if (!extent.empty()) extent += 'x';
+        extent += std::to_string(d);
+      }
+      plan.add(planned.where(i) + " " + p->name + " and its gradient", extent,
+               2 * static_cast<std::int64_t>(p->local_elements() * sizeof(T)), MemoryUse::parameters);
     }
-    plan.add(planned.where(static_cast<std::size_t>(index)) + " " + p->name + " and its gradient", extent,
-             2 * static_cast<std::int64_t>(p->local_elements() * sizeof(T)), MemoryUse::parameters);
-  }
-  const auto window_of = [](const ProcessGrid& g, const Shape4& shape, const HaloWidths& halo) {
-    return Distribution(shape, g.dims()).owned_box(g.rank()).grow(halo.below, halo.above);
-  };
-  for (std::size_t i = 0; i < planned.shapes_.size(); ++i) {
-    const Box window = window_of(*planned.grids_[i], planned.shapes_[i], planned.halos_[i]);
-    const std::string what = i == 0 ? "the input" : "the output of " + planned.where(i - 1);
-    const bool halo = !(planned.halos_[i] == HaloWidths{});
-    plan.add(what + " and its gradient" + (halo ? " (with halo)" : ""), shape_text(window.shape()),
-             2 * window.size() * static_cast<std::int64_t>(sizeof(T)), MemoryUse::activations);
-  }
-  for (const ScratchPlan& s : planned.scratch_plan_) {
-    const Box window = window_of(*s.grid, s.shape, s.halo);
-    plan.add("a gradient sum's scratch (tensors read by several nodes)", shape_text(window.shape()),
+  const auto add = [&](const BufferPlan& b, const std::string& of) {
+    const Box window = Distribution(b.shape, b.grid->dims()).owned_box(b.grid->rank()).grow(b.halo.below, b.halo.above);
+    const std::size_t a = b.owners.front();
+    std::string what = of + (a == 0 ? "the input" : "the output of " + planned.where(a - 1));
+    if (b.owners.size() > 1)
+      what = of + std::to_string(b.owners.size()) + " arrays of shape " + shape_text(b.shape) +
+             ", one at a time (shared by liveness)";
+    plan.add(what + (b.halo == HaloWidths{} ? "" : " (with halo)"), shape_text(window.shape()),
              window.size() * static_cast<std::int64_t>(sizeof(T)), MemoryUse::activations);
-  }
+  };
+  // Activations last, the output's last of all (the trainer sizes its targets by it).
+  for (const BufferPlan& b : planned.gradient_plan_) add(b, "gradient buffer of ");
+  for (const BufferPlan& b : planned.activation_plan_) add(b, "");
   return plan;
 }
 
@@ -300,49 +300,108 @@ void Graph<T>::lay_out() {
       }
     }
   }
+  plan_sharing();
+}
+
+// Buffers by liveness (models/buffer_sharing.hpp), in the steps of a pass.
+//
+// Backward: the loss writes the output's gradient at step 0, node i runs at step
+// count - i. The gradient of activation a is first written by its last reader (the first
+// to run backward) and last read by its producer, node a-1; the input's is the result, kept
+// past the pass. Node i reads its dy and writes its dxs in one step, so they never share.
+// A reader after the first writes a scratch array, summed into the gradient in its own step.
+//
+// Forward (forward-only models): the loader writes the input at step 0, node i runs at
+// step i+1; activation a lives from its producer to its last reader, the output past the
+// pass. In training every activation is kept: layers read their inputs again in backward.
+template <class T>
+void Graph<T>::plan_sharing() {
+  const std::size_t count = nodes_.size();
+  std::vector<std::size_t> last_reader(count + 1, 0);
+  for (std::size_t i = 0; i < count; ++i)
+    for (const std::size_t a : nodes_[i].inputs) last_reader[a] = std::max(last_reader[a], i);
+  // Arrays may share only with arrays of the same grid and global shape.
+  std::vector<std::pair<const ProcessGrid*, Shape4>> kinds;
+  const auto kind_of = [&](std::size_t a) {
+    const std::pair<const ProcessGrid*, Shape4> k{grids_[a], shapes_[a]};
+    const auto it = std::find(kinds.begin(), kinds.end(), k);
+    if (it != kinds.end()) return static_cast<std::size_t>(it - kinds.begin());
+    kinds.push_back(k);
+    return kinds.size() - 1;
+  };
+  // requests[r] is for activation owner[r] (its gradient, its activation, or a scratch sum).
+  const auto plan = [&](const std::vector<BufferRequest>& requests, const std::vector<std::size_t>& owner,
+                        std::vector<BufferPlan>& buffers) {
+    const std::vector<std::size_t> assigned = share_buffers(requests);
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+      const std::size_t a = owner[r], b = assigned[r];
+      if (b >= buffers.size()) buffers.resize(b + 1, {nullptr, {}, HaloWidths{}, {}});
+      if (buffers[b].owners.empty()) buffers[b].grid = grids_[a], buffers[b].shape = shapes_[a];
+      buffers[b].halo = union_of(buffers[b].halo, halos_[a]);
+      buffers[b].owners.push_back(a);
+    }
+    return assigned;
+  };
+
+  std::vector<BufferRequest> requests;
+  std::vector<std::size_t> owner;
+  if (passes_ == Passes::forward_only) {
+    for (std::size_t a = 0; a <= count; ++a) {
+      requests.push_back({kind_of(a), a, a == count ? count + 1 : last_reader[a] + 1});
+      owner.push_back(a);
+    }
+    activation_of_ = plan(requests, owner, activation_plan_);
+    scratch_use_.assign(count, std::vector<std::size_t>{});
+    return;
+  }
+  for (std::size_t a = 0; a <= count; ++a) {
+    activation_plan_.push_back({grids_[a], shapes_[a], halos_[a], {a}});
+    activation_of_.push_back(a);
+    const std::size_t first = a == count ? 0 : count - last_reader[a], last = a == 0 ? count + 1 : count - (a - 1);
+    requests.push_back({kind_of(a), first, last});
+    owner.push_back(a);
+  }
   // Who writes which gradient in backward (reverse order): the first reader of an
-  // activation writes it, later ones a scratch array of the pool for its (grid, shape).
+  // activation writes it, later ones a scratch array.
   std::vector<bool> written(count + 1, false);
-  scratch_use_.assign(count, {});
-  for (std::size_t i = count; i-- > 0;) {
-    const Node& node = nodes_[i];
-    scratch_use_[i].assign(node.inputs.size(), kDirect);
-    std::vector<std::size_t> taken;  // scratch arrays this node already uses
-    for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
-      const std::size_t a = node.inputs[slot];
+  std::vector<std::pair<std::size_t, std::size_t>> scratch_slots;  // (node, slot) of request count+1+k
+  for (std::size_t i = count; i-- > 0;)
+    for (std::size_t slot = 0; slot < nodes_[i].inputs.size(); ++slot) {
+      const std::size_t a = nodes_[i].inputs[slot];
       if (!written[a]) {
         written[a] = true;
         continue;
       }
-      std::size_t s = 0;
-      for (; s < scratch_plan_.size(); ++s)
-        if (scratch_plan_[s].grid == grids_[a] && scratch_plan_[s].shape == shapes_[a] &&
-            std::find(taken.begin(), taken.end(), s) == taken.end())
-          break;
-      if (s == scratch_plan_.size()) scratch_plan_.push_back({grids_[a], shapes_[a], HaloWidths{}});
-      scratch_plan_[s].halo = union_of(scratch_plan_[s].halo, halos_[a]);
-      taken.push_back(s);
-      scratch_use_[i][slot] = s;
+      requests.push_back({kind_of(a), count - i, count - i});
+      owner.push_back(a);
+      scratch_slots.emplace_back(i, slot);
     }
-  }
+  const std::vector<std::size_t> assigned = plan(requests, owner, gradient_plan_);
+  gradient_of_.assign(assigned.begin(), assigned.begin() + static_cast<std::ptrdiff_t>(count + 1));
+  scratch_use_.assign(count, {});
+  for (std::size_t i = 0; i < count; ++i) scratch_use_[i].assign(nodes_[i].inputs.size(), kDirect);
+  for (std::size_t k = 0; k < scratch_slots.size(); ++k)
+    scratch_use_[scratch_slots[k].first][scratch_slots[k].second] = assigned[count + 1 + k];
 }
 
 template <class T>
 void Graph<T>::allocate() {
-  for (std::size_t a = 0; a < shapes_.size(); ++a) {
-    const std::string name = a == 0 ? "input" : "activation" + std::to_string(a);
-    activations_.emplace_back(*grids_[a], shapes_[a], halos_[a], name);
-    gradients_.emplace_back(*grids_[a], shapes_[a], halos_[a], "d_" + name);
+  for (std::size_t b = 0; b < activation_plan_.size(); ++b) {
+    const BufferPlan& p = activation_plan_[b];
+    activations_.emplace_back(*p.grid, p.shape, p.halo, "activation" + std::to_string(b));
   }
-  for (std::size_t s = 0; s < scratch_plan_.size(); ++s)
-    scratch_.emplace_back(*scratch_plan_[s].grid, scratch_plan_[s].shape, scratch_plan_[s].halo,
-                          "d_scratch" + std::to_string(s));
+  for (std::size_t b = 0; b < gradient_plan_.size(); ++b) {
+    const BufferPlan& p = gradient_plan_[b];
+    gradients_.emplace_back(*p.grid, p.shape, p.halo, "d_activation" + std::to_string(b));
+  }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
     for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
-      const std::size_t a = node.inputs[slot], s = scratch_use_[i][slot];
-      node.xs.push_back(&activations_[a]);
-      node.dxs.push_back(s == kDirect ? &gradients_[a] : &scratch_[s]);
+      const std::size_t a = node.inputs[slot];
+      node.xs.push_back(&activation(a));
+      if (passes_ == Passes::forward_only) continue;
+      const std::size_t s = scratch_use_[i][slot];
+      node.dxs.push_back(s == kDirect ? &gradient(a) : &gradients_[s]);
       if (s != kDirect) node.sums.emplace_back(s, a);
     }
   }
@@ -379,19 +438,19 @@ const layers::Tensor<T>& Graph<T>::forward(const layers::Tensor<T>& x) {
 
 template <class T>
 const layers::Tensor<T>& Graph<T>::forward_through(const layers::Tensor<T>& x, std::size_t last) {
-  if (!(x.distribution() == activations_[0].distribution()))
+  if (!(x.distribution() == input().distribution()))
     throw std::invalid_argument("model forward: x is " + x.distribution().describe() + " but the model takes " +
-                                activations_[0].distribution().describe());
+                                input().distribution().describe());
   if (last >= nodes_.size())
     throw std::out_of_range("model forward_through: layer " + std::to_string(last) + " of " +
                             std::to_string(nodes_.size()));
   for (std::size_t i = 0; i <= last; ++i) {
     Node& node = nodes_[i];
     for (std::size_t slot = 0; slot < node.inputs.size(); ++slot)
-      node.xs[slot] = node.inputs[slot] == 0 ? &x : &activations_[node.inputs[slot]];
-    node.layer->forward_multi(node.xs, activations_[i + 1]);
+      node.xs[slot] = node.inputs[slot] == 0 ? &x : &activation(node.inputs[slot]);
+    node.layer->forward_multi(node.xs, activation(i + 1));
   }
-  return activations_[last + 1];
+  return activation(last + 1);
 }
 
 template <class T>
@@ -402,29 +461,31 @@ const layers::Tensor<T>& Graph<T>::backward(const layers::Tensor<T>& dy) {
 template <class T>
 const layers::Tensor<T>& Graph<T>::backward(const layers::Tensor<T>& dy,
                                             const std::function<void(std::size_t)>& after_layer) {
+  if (passes_ == Passes::forward_only)
+    throw std::logic_error("model backward: this model was built for forward passes only (Passes::forward_only)");
   const std::size_t last = nodes_.size() - 1;
   for (std::size_t i = last + 1; i-- > 0;) {
     Node& node = nodes_[i];
-    node.layer->backward_multi(i == last ? dy : gradients_[i + 1], node.dxs);
+    node.layer->backward_multi(i == last ? dy : gradient(i + 1), node.dxs);
     for (const auto& [s, a] : node.sums)
-      layers::merge::rows<layers::merge::RowOp::add>("tessera::gradient_sum", gradients_[a].owned(), scratch_[s].owned());
+      layers::merge::rows<layers::merge::RowOp::add>("tessera::gradient_sum", gradient(a).owned(), gradients_[s].owned());
     if (after_layer) after_layer(i);
   }
-  return gradients_[0];
+  return gradient(0);
 }
 
 template <class T>
-IndexedParameters<T> Graph<T>::params() {
-  IndexedParameters<T> out;
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    for (layers::Parameter<T>* p : nodes_[i].layer->params()) out.emplace_back(static_cast<int>(i), p);
+NamedParameters<T> Graph<T>::params() {
+  NamedParameters<T> out;
+  for (const Node& node : nodes_)
+    for (layers::Parameter<T>* p : node.layer->params()) out.emplace_back(node.name, p);
   return out;
 }
 
 template <class T>
 std::vector<layers::Parameter<T>*> Graph<T>::parameters() {
   std::vector<layers::Parameter<T>*> out;
-  for (const auto& [index, p] : params()) out.push_back(p);
+  for (const auto& [path, p] : params()) out.push_back(p);
   return out;
 }
 
@@ -463,7 +524,7 @@ std::int64_t Graph<T>::local_parameter_bytes() {
 template <class T>
 std::int64_t Graph<T>::local_activation_bytes() const {
   std::int64_t bytes = 0;
-  for (const auto* arrays : {&activations_, &gradients_, &scratch_})
+  for (const auto* arrays : {&activations_, &gradients_})
     for (const layers::Tensor<T>& a : *arrays) bytes += a.window_box().size() * static_cast<std::int64_t>(sizeof(T));
   return bytes;
 }

@@ -27,11 +27,19 @@
 // backward starts (every reader comes later in the order), so after_layer(i) still marks
 // node i's parameter gradients final for the gradient buckets.
 //
-// Memory. Every activation and activation gradient is allocated once, at construction,
-// and kept for the model's life: layers keep their input for backward, models/tica.hpp and
-// the trainer read activations and gradients by index, and a training step allocates
-// nothing. (Reusing a gradient array once its producer's backward is done, for arrays of
-// the same shape, is the saving left to make.)
+// Memory. Every buffer is allocated once, at construction, and a pass allocates nothing;
+// which arrays share a buffer is planned once by liveness (models/buffer_sharing.hpp):
+// - Passes::training: every activation is kept (layers read their inputs again in
+//   backward; models/tica.hpp and the trainer read activations by index). An activation's
+//   gradient lives from its first write (its last reader's backward) to its producer's
+//   backward; gradients and gradient-sum scratch arrays of one grid and shape whose
+//   lifetimes do not overlap share a buffer (with the union of their halos): a chain
+//   needs two per shape, a ResNet of equal blocks a few. gradient(a) is valid from its
+//   first write until its producer's backward is done; gradient(0) after backward.
+// - Passes::forward_only (evaluation, inference): no gradients, and activations share by
+//   the same rule forward — activation a lives from its producer to its last reader, so
+//   activation(a) is valid only until the nodes after its last reader overwrite it; the
+//   output stays. backward() throws.
 
 #include <cstdint>
 #include <functional>
@@ -48,15 +56,20 @@
 
 namespace tessera::models {
 
-// (node index, parameter): the state_dict key is "<index>.<name>", the checkpoint's
-// "/params/<index>/<name>" (models/checkpoint_content.hpp's LayerParameters).
+// (node path, parameter): the state_dict key is "<path>.<name>", the checkpoint's
+// "/params/<path>/<name>" (models/checkpoint_content.hpp's LayerParameters). The path is
+// the node's name: its position "3" in a chain (= its layer index, so chains keep the
+// nn.Sequential keys), the dotted path "layer1.0.conv1" of a node in a block instance.
 template <class T>
-using IndexedParameters = std::vector<std::pair<int, layers::Parameter<T>*>>;
+using NamedParameters = std::vector<std::pair<std::string, layers::Parameter<T>*>>;
 
 // The initialisation seed of node `index` of a model built from `seed` (a hash, so that
 // neighbouring layers draw unrelated streams). Objects that own parameters beside the
 // model (models/tica.hpp's decoders) draw theirs as layers size(), size()+1, ...
 std::uint64_t layer_seed(std::uint64_t seed, std::size_t index);
+
+// What a model is built for: which buffers it keeps (see "Memory" above).
+enum class Passes { training, forward_only };
 
 template <class T>
 class Graph {
@@ -70,17 +83,20 @@ class Graph {
   // different shapes), an unknown layer or bad options — naming the node. `grid` must
   // outlive the model.
   Graph(const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid, std::uint64_t seed,
-        const LayerRegistry& registry = LayerRegistry::global());
+        const LayerRegistry& registry = LayerRegistry::global(), Passes passes = Passes::training);
   virtual ~Graph();
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  // What this rank would allocate for the same arguments, without allocating it.
+  // What this rank would allocate for the same arguments, without allocating it: the
+  // parameters, the gradient buffers, then the activation buffers (in training the output's
+  // last; every shared buffer once).
   static MemoryPlan memory_plan(const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid,
-                                const LayerRegistry& registry = LayerRegistry::global());
+                                const LayerRegistry& registry = LayerRegistry::global(),
+                                Passes passes = Passes::training);
 
-  // The model's input array, allocated with the union of its readers' halos.
-  layers::Tensor<T>& input() { return activations_.front(); }
+  // The model's input array, allocated with (at least) the union of its readers' halos.
+  layers::Tensor<T>& input() { return activations_[activation_of_.front()]; }
 
   // Runs every node; returns the output. x: distributed as input() with at least its halo
   // — usually input() itself; it must stay alive until backward (layers keep it).
@@ -93,14 +109,18 @@ class Graph {
   const layers::Tensor<T>& backward(const layers::Tensor<T>& dy);
   const layers::Tensor<T>& backward(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer);
 
-  // Activation i (0: the input, size(): the output) and its gradient array.
-  const layers::Tensor<T>& activation(std::size_t i) const { return activations_.at(i); }
-  layers::Tensor<T>& gradient(std::size_t i) { return gradients_.at(i); }
-  const layers::Tensor<T>& output() const { return activations_.back(); }
-  layers::Tensor<T>& output_gradient() { return gradients_.back(); }
+  // Activation i (0: the input, size(): the output) and its gradient array: buffers that
+  // may be shared with other arrays' (see "Memory" above for when each is valid). The
+  // gradients throw std::out_of_range in a forward-only model.
+  layers::Tensor<T>& activation(std::size_t i) { return activations_[activation_of_.at(i)]; }
+  const layers::Tensor<T>& activation(std::size_t i) const { return activations_[activation_of_.at(i)]; }
+  layers::Tensor<T>& gradient(std::size_t i) { return gradients_[gradient_of_.at(i)]; }
+  const layers::Tensor<T>& output() const { return activation(size()); }
+  layers::Tensor<T>& output_gradient() { return gradient(size()); }
+  Passes passes() const { return passes_; }
   const ProcessGrid& output_grid() const { return *grids_.back(); }
 
-  IndexedParameters<T> params();  // node order, weight before bias
+  NamedParameters<T> params();  // node order, weight before bias
   std::vector<layers::Parameter<T>*> parameters();
   void zero_grad();
   void set_training(bool training);
@@ -108,7 +128,7 @@ class Graph {
 
   std::int64_t parameter_count();
   std::int64_t local_parameter_bytes();
-  // Every activation, activation gradient and gradient scratch array, halos included.
+  // Every activation and gradient buffer (shared ones once), halos included.
   std::int64_t local_activation_bytes() const;
   // One line per node: index, spec form (and name and inputs where not a chain step),
   // output shape, parameter count; then the total.
@@ -125,7 +145,8 @@ class Graph {
 
  protected:
   struct PlanOnly {};
-  Graph(PlanOnly, const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid, const LayerRegistry& registry);
+  Graph(PlanOnly, const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid, const LayerRegistry& registry,
+        Passes passes);
   std::string where(std::size_t i) const;  // "layer 3 (maxpool(k=2))", `layer 5 "skip" (relu)`
 
  private:
@@ -140,27 +161,30 @@ class Graph {
     std::vector<const layers::Tensor<T>*> xs, dxs;
     std::vector<std::pair<std::size_t, std::size_t>> sums;  // (scratch index, activation)
   };
-  struct ScratchPlan {
+  struct BufferPlan {
     const ProcessGrid* grid;
     Shape4 shape;
-    HaloWidths halo;
+    HaloWidths halo;                  // the union of its arrays' halos
+    std::vector<std::size_t> owners;  // the activations whose arrays (or sums) it holds
   };
 
   void order(const GraphSpec& spec);  // checks the structure, fills nodes_ in topological order
   void build(const LayerRegistry& registry, std::uint64_t seed);
-  void lay_out();  // partitions, halos_ (unions over readers), the scratch plan
+  void lay_out();       // partitions, halos_ (unions over readers), then plan_sharing()
+  void plan_sharing();  // which buffer holds each activation, gradient and scratch sum
   void allocate();
   void place();
 
+  Passes passes_;
   std::vector<Node> nodes_;
   std::vector<Shape4> shapes_;                            // [a]: activation a
   std::vector<const ProcessGrid*> grids_;                 // [a]: grid of activation a
   std::vector<std::unique_ptr<ProcessGrid>> head_grids_;  // owned by the model
   std::vector<HaloWidths> halos_;                         // [a]: of activation a (and its gradient)
-  std::vector<layers::Tensor<T>> activations_, gradients_;
-  std::vector<ScratchPlan> scratch_plan_;
-  std::vector<std::vector<std::size_t>> scratch_use_;     // [node][slot]: scratch index or npos (direct)
-  std::vector<layers::Tensor<T>> scratch_;
+  std::vector<BufferPlan> activation_plan_, gradient_plan_;  // [buffer]
+  std::vector<std::size_t> activation_of_, gradient_of_;     // [a]: its buffer
+  std::vector<std::vector<std::size_t>> scratch_use_;        // [node][slot]: gradient buffer of a sum, or npos (direct)
+  std::vector<layers::Tensor<T>> activations_, gradients_;   // the buffers
 };
 
 extern template class Graph<float>;

@@ -22,7 +22,7 @@ ModelBuffers::ModelBuffers(Sequential<float>& model) {
   for (std::size_t i = 0; i < model.size(); ++i)
     if (auto* norm = dynamic_cast<layers::BatchNorm2d<float>*>(&model.layer(i))) {
       const std::size_t channels = norm->running_mean().size();
-      entries_.push_back({static_cast<int>(i), norm, layers::Parameter<float>::View("running_mean", channels),
+      entries_.push_back({model.node_name(i), norm, layers::Parameter<float>::View("running_mean", channels),
                           layers::Parameter<float>::View("running_var", channels)});
     }
 }
@@ -32,8 +32,8 @@ void ModelBuffers::add_to(CheckpointContent& content) {
     copy_in(e.norm->running_mean(), e.mean);
     copy_in(e.norm->running_var(), e.var);
     const auto c = static_cast<std::int64_t>(e.mean.extent(0));
-    content.tensors.push_back({layout::param(e.layer, "running_mean"), {c}, {0}, {c}, layers::Sharing::replicated, e.mean});
-    content.tensors.push_back({layout::param(e.layer, "running_var"), {c}, {0}, {c}, layers::Sharing::replicated, e.var});
+    content.tensors.push_back({layout::param(e.path, "running_mean"), {c}, {0}, {c}, layers::Sharing::replicated, e.mean});
+    content.tensors.push_back({layout::param(e.path, "running_var"), {c}, {0}, {c}, layers::Sharing::replicated, e.var});
   }
 }
 

@@ -2,7 +2,8 @@
 // ModelBuffers: what a model keeps besides its parameters — batch norm's running mean and
 // variance — as checkpoint slots, so that an evaluation after --resume or --init-from uses
 // the statistics the saved run had. Named as PyTorch's state_dict buffers:
-// /params/<i>/running_mean, /params/<i>/running_var (float32, (C)).
+// /params/<path>/running_mean, /params/<path>/running_var (float32, (C)), beside the
+// node's weight and bias.
 //
 // The layers hold the statistics in host doubles; the slots are float staging views:
 // add_to() copies the layers' values in (before a save), restore() copies them back
@@ -10,6 +11,7 @@
 // stats=spatial or local they differ between groups, and rank 0's are saved (as PyTorch
 // DDP saves rank 0's buffers without SyncBatchNorm).
 
+#include <string>
 #include <vector>
 
 #include "layers/batch_norm.hpp"
@@ -29,7 +31,7 @@ class ModelBuffers {
 
  private:
   struct Entry {
-    int layer;
+    std::string path;  // the node's, as its parameters'
     layers::BatchNorm2d<float>* norm;
     layers::Parameter<float>::View mean, var;
   };

@@ -192,25 +192,26 @@ std::string resnet_spec(const ResNetOptions& o) {
   const std::string bn = kBatchNorm;
   const std::string conv3 = "conv(out=$c,k=3,pad=1,bias=false)";
   // basic: two 3x3 convs, the block's input added back. down: the same at stride 2, the
-  // input projected by a 1x1 stride-2 conv + batch norm (torchvision's "downsample").
-  std::string spec = "block basic(c) { " + conv3 + ", " + bn + ", relu, " + conv3 + ", " + bn +
+  // input projected by a 1x1 stride-2 conv + batch norm (torchvision's "downsample"). Nodes
+  // with parameters carry torchvision's names, so a node path is its state_dict prefix
+  // ("layer2.0.downsample.0"; docs/checkpoints.md). A stage after the first is a block of
+  // its own: its down block is "layerS.0", its basic blocks "layerS.1", ...
+  std::string spec = "block basic(c) { conv1: " + conv3 + ", bn1: " + bn + ", relu, conv2: " + conv3 + ", bn2: " + bn +
                      ", add[prev, in], relu } "
-                     "block down(c) { conv(out=$c,k=3,stride=2,pad=1,bias=false), " + bn + ", relu, " + conv3 +
-                     ", main: " + bn + ", conv(out=$c,k=1,stride=2,bias=false)[in], " + bn +
-                     ", add[main, prev], relu } ";
-  spec += "conv(out=" + str(o.width) + ",k=7,stride=2,pad=3,bias=false), " + bn + ", relu, maxpool(k=3,stride=2,pad=1)";
+                     "block project(c) { conv(out=$c,k=1,stride=2,bias=false), " + bn + " } "
+                     "block down(c) { conv1: conv(out=$c,k=3,stride=2,pad=1,bias=false), bn1: " + bn + ", relu, conv2: " +
+                     conv3 + ", bn2: " + bn + ", downsample: project(c=$c)[in], add[bn2, prev], relu } ";
   const std::int64_t blocks18[4] = {2, 2, 2, 2}, blocks34[4] = {3, 4, 6, 3};
   const std::int64_t* blocks = o.depth == 18 ? blocks18 : blocks34;
-  for (int stage = 0; stage < 4; ++stage) {
-    const std::string c = str(o.width << stage);
-    std::int64_t basic = blocks[stage];
-    if (stage > 0) {
-      spec += ", down(c=" + c + ")";
-      --basic;
-    }
-    if (basic > 0) spec += ", basic(c=" + c + ")" + (basic > 1 ? "*" + str(basic) : "");
+  for (int stage = 1; stage < 4; ++stage) {
+    const std::string c = str(o.width << stage), basic = str(blocks[stage] - 1);
+    spec += "block stage" + str(stage + 1) + "() { down(c=" + c + "), basic(c=" + c + ")" +
+            (blocks[stage] > 2 ? "*" + basic : "") + " } ";
   }
-  return spec + ", gap, linear(out=" + str(o.classes) + ")";
+  spec += "conv1: conv(out=" + str(o.width) + ",k=7,stride=2,pad=3,bias=false), bn1: " + bn +
+          ", relu, maxpool(k=3,stride=2,pad=1), layer1: basic(c=" + str(o.width) + ")*" + str(blocks[0]);
+  for (int stage = 1; stage < 4; ++stage) spec += ", layer" + str(stage + 1) + ": stage" + str(stage + 1);
+  return spec + ", gap, fc: linear(out=" + str(o.classes) + ")";
 }
 
 std::string unet_spec(const UNetOptions& o, const Shape4& input) {

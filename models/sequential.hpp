@@ -1,6 +1,6 @@
 #pragma once
 // Sequential: a model built from a spec string or preset name (models/presets.hpp), with
-// every activation and activation gradient allocated once for one input shape and process
+// every buffer allocated once for one input shape and process
 // grid. It is models/graph.hpp's Graph built from text: a chain spec
 // ("conv(out=16,k=3,pad=1),relu,...") is the chain case, node i reading node i-1, and a
 // graph spec (named nodes, [inputs], blocks; docs/models.md) gives any DAG — there is one
@@ -43,17 +43,19 @@ class Sequential : public Graph<T> {
   // node name, in a graph) and spec entry for an unknown layer, bad options, a shape a
   // layer cannot take, a parameter after the head on a spatially split grid, or a bad
   // graph (Graph's constructor). `grid` must outlive the model.
+  // `passes`: Passes::forward_only for evaluation or inference alone (Graph, "Memory").
   Sequential(std::string_view model, const Shape4& input, const ProcessGrid& grid, std::uint64_t seed,
-             const LayerRegistry& registry = LayerRegistry::global())
-      : Graph<T>(model_graph(model, input, registry), input, grid, seed, registry) {}
+             const LayerRegistry& registry = LayerRegistry::global(), Passes passes = Passes::training)
+      : Graph<T>(model_graph(model, input, registry), input, grid, seed, registry, passes) {}
 
   // What this rank would allocate for the same arguments — every parameter's value and
-  // gradient (its slice of tiled ones) and every activation and activation gradient with
-  // its halo — without allocating any of it. Collective over `grid`; throws as the
+  // gradient (its slice of tiled ones) and every activation and gradient buffer with its
+  // halo (shared buffers once) — without allocating any of it. Collective over `grid`; throws as the
   // constructor does for a model that cannot be built.
   static MemoryPlan memory_plan(std::string_view model, const Shape4& input, const ProcessGrid& grid,
-                                const LayerRegistry& registry = LayerRegistry::global()) {
-    return Graph<T>::memory_plan(model_graph(model, input, registry), input, grid, registry);
+                                const LayerRegistry& registry = LayerRegistry::global(),
+                                Passes passes = Passes::training) {
+    return Graph<T>::memory_plan(model_graph(model, input, registry), input, grid, registry, passes);
   }
 };
 

@@ -145,11 +145,11 @@ std::vector<layers::Parameter<float>*> TicaObjective::trained_parameters(const s
   return out;
 }
 
-IndexedParameters<float> TicaObjective::decoder_params() {
-  IndexedParameters<float> out;
+NamedParameters<float> TicaObjective::decoder_params() {
+  NamedParameters<float> out;
   for (std::size_t s = 0; s < stages_.size(); ++s)
     for (layers::Parameter<float>* p : stages_[s]->decoder.params())
-      out.emplace_back(static_cast<int>(model_.size() + s), p);
+      out.emplace_back(std::to_string(model_.size() + s), p);
   return out;
 }
 

@@ -82,8 +82,9 @@ class TicaObjective {
   // these (greedy: the stages' encoders and decoders; joint: every layer up to the top
   // stage too).
   std::vector<layers::Parameter<float>*> trained_parameters(const std::vector<std::size_t>& stages);
-  // The decoders' weights with their checkpoint indices (model size + stage).
-  IndexedParameters<float> decoder_params();
+  // The decoders' weights with their checkpoint paths: the index model size + stage (the
+  // model is a chain, so these follow its own layer indices).
+  NamedParameters<float> decoder_params();
   void set_halo_config(const layers::WindowedConfig& config);
   // "reconstruction TICA, lambda 0.1, greedy over 3 stages (local layers 0, 3, 6)"
   std::string describe() const;

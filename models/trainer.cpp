@@ -360,7 +360,7 @@ class Run {
     }
     if (o_.resume.empty()) return;
     ModelBuffers buffers(model_);
-    CheckpointContent content = checkpoint_content(indexed_parameters(), optimizer_.get());
+    CheckpointContent content = checkpoint_content(named_parameters(), optimizer_.get());
     buffers.add_to(content);
     const CheckpointMeta meta = load_checkpoint(o_.resume, grid_, content);
     buffers.restore();
@@ -382,7 +382,7 @@ class Run {
     meta.rng_state = "sample order: SplitMix64 Fisher-Yates per epoch (models/sample_order.hpp), seed " +
                      std::to_string(seed_) + ", next step " + std::to_string(step + 1);
     meta.optimizer_options = describe(settings_);
-    CheckpointContent content = checkpoint_content(indexed_parameters(), optimizer_.get(), meta);
+    CheckpointContent content = checkpoint_content(named_parameters(), optimizer_.get(), meta);
     ModelBuffers buffers(model_);
     buffers.add_to(content);
     save_checkpoint(path, grid_, content);
@@ -391,15 +391,15 @@ class Run {
 
   // The model's parameters and, for TICA, the decoders': what the optimizer updates and a
   // checkpoint holds.
-  IndexedParameters<float> indexed_parameters() {
-    IndexedParameters<float> all = model_.params();
+  NamedParameters<float> named_parameters() {
+    NamedParameters<float> all = model_.params();
     if (tica_)
       for (const auto& p : tica_->decoder_params()) all.push_back(p);
     return all;
   }
   std::vector<layers::Parameter<float>*> parameters() {
     std::vector<layers::Parameter<float>*> all;
-    for (const auto& p : indexed_parameters()) all.push_back(p.second);
+    for (const auto& p : named_parameters()) all.push_back(p.second);
     return all;
   }
 
@@ -415,8 +415,8 @@ class Run {
       memory.plan.add(o_.optimizer.kind + " state (" + std::to_string(buffers.size()) + " per parameter)", "",
                       static_cast<std::int64_t>(buffers.size()) * parameter_bytes);
     if (o_.objective != "tica" && (o_.noise > 0 || data_.supervision() == Supervision::targets)) {
-      const MemoryItem& output = memory.plan.items().back();  // the output and its gradient; no halo
-      memory.plan.add("the targets", output.shape, output.bytes / 2);
+      const MemoryItem& output = memory.plan.items().back();  // the output activation (no halo; Graph::memory_plan)
+      memory.plan.add("the targets", output.shape, output.bytes);
     }
     if (o_.objective == "tica")
       memory.plan.add("TICA decoders and their gradients (at most as large as the parameters)", "", 2 * parameter_bytes);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what bench/layers/torch_layers.py needs: a Python venv with a CPU-only PyTorch,
-# from the Python package index alone. Idempotent: a rerun only checks, in seconds.
+# Installs what bench/layers/torch_layers.py and scripts/checkpoint_to_torch.py need: a
+# Python venv with a CPU-only PyTorch and h5py, from the Python package index alone. Idempotent: a rerun only checks, in seconds.
 #
 #   scripts/setup-bench.sh [VENV]      default VENV: $TESSERA_BENCH_VENV, else
 #                                      ${XDG_CACHE_HOME:-~/.cache}/tessera/bench-venv
@@ -30,6 +30,7 @@ python="$venv/bin/python"
 smoke_test() {
   "$python" - "$torch_version" <<'EOF' 2>/dev/null
 import sys
+import h5py
 import torch
 assert torch.__version__.split("+")[0] == sys.argv[1], f"torch {torch.__version__}, wanted {sys.argv[1]}"
 x = torch.randn(2, 3, 16, 16, requires_grad=True)
@@ -69,6 +70,12 @@ for r in requires("torch") or []:
         print(r)
 ')
   "${pip[@]}" --no-warn-conflicts "${requirements[@]}" numpy || die "pip could not install: ${requirements[*]} numpy"
+fi
+
+# h5py reads checkpoints (scripts/checkpoint_to_torch.py); a venv made before it was
+# listed gets it here.
+if ! "$python" -c 'import h5py' 2>/dev/null; then
+  "$python" -m pip install --quiet --disable-pip-version-check h5py || die "pip could not install h5py"
 fi
 
 torch_lib="$("$python" -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("torch").origin).parent / "lib")')"

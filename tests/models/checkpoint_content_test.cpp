@@ -26,7 +26,7 @@ TEST(CheckpointContent, NamesFollowTheStateDict) {
   layers::Adam<float> adam({&weight, &bias});
   CheckpointMeta meta;
   meta.step = 3;
-  const CheckpointContent content = checkpoint_content({{2, &weight}, {2, &bias}}, &adam, meta);
+  const CheckpointContent content = checkpoint_content({{"2", &weight}, {"2", &bias}}, &adam, meta);
   EXPECT_EQ(datasets(content),
             (std::vector<std::string>{"/params/2/weight", "/params/2/bias", "/optimizer/2/weight/exp_avg",
                                       "/optimizer/2/weight/exp_avg_sq", "/optimizer/2/bias/exp_avg",
@@ -44,7 +44,7 @@ TEST(CheckpointContent, NamesFollowTheStateDict) {
 
 TEST(CheckpointContent, WithoutOptimizerOnlyParameters) {
   layers::Parameter<float> weight("weight", {10, 36}, "linear5");
-  const CheckpointContent content = checkpoint_content({{5, &weight}});
+  const CheckpointContent content = checkpoint_content({{"5", &weight}});
   EXPECT_EQ(datasets(content), std::vector<std::string>{"/params/5/weight"});
   EXPECT_EQ(content.meta.optimizer, "");
 }
@@ -52,13 +52,13 @@ TEST(CheckpointContent, WithoutOptimizerOnlyParameters) {
 TEST(CheckpointContent, OptimizerParameterOutsideTheModelIsRefused) {
   layers::Parameter<float> weight("weight", {2, 2}, "linear0"), stray("bias", {2}, "linear0");
   layers::Adam<float> adam({&weight, &stray});
-  EXPECT_THROW(checkpoint_content({{0, &weight}}, &adam), std::invalid_argument);
-  EXPECT_THROW(checkpoint_content({{0, nullptr}}), std::invalid_argument);
+  EXPECT_THROW(checkpoint_content({{"0", &weight}}, &adam), std::invalid_argument);
+  EXPECT_THROW(checkpoint_content({{"0", nullptr}}), std::invalid_argument);
 }
 
 TEST(CheckpointLayout, WeightsOnlyScopeIsTheParamsGroup) {
-  EXPECT_EQ(layout::param(3, "bias"), "/params/3/bias");
-  EXPECT_EQ(layout::optimizer_state(3, "bias", "momentum_buffer"), "/optimizer/3/bias/momentum_buffer");
+  EXPECT_EQ(layout::param("3", "bias"), "/params/3/bias");
+  EXPECT_EQ(layout::optimizer_state("3", "bias", "momentum_buffer"), "/optimizer/3/bias/momentum_buffer");
   EXPECT_TRUE(layout::is_param("/params/0/weight"));
   EXPECT_FALSE(layout::is_param("/optimizer/0/weight/exp_avg"));
   EXPECT_FALSE(layout::is_param("/meta/step"));

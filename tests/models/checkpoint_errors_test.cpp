@@ -186,9 +186,9 @@ TEST_F(CheckpointErrors, WrongFormatTypeOrOptimizerIsRefused) {
   // Saved with SGD's state, resumed with Adam.
   layers::Parameter<float> weight("weight", {8, 3, 3, 3}, "conv0"), b("bias", {8}, "conv0");
   layers::Sgd<float> sgd({&weight, &b});
-  save_checkpoint(path, grid, checkpoint_content({{0, &weight}, {0, &b}}, &sgd));
+  save_checkpoint(path, grid, checkpoint_content({{"0", &weight}, {"0", &b}}, &sgd));
   layers::Adam<float> adam({&weight, &b});
-  EXPECT_TRUE(is_error_with(error_of([&] { load_checkpoint(path, grid, checkpoint_content({{0, &weight}, {0, &b}}, &adam)); }),
+  EXPECT_TRUE(is_error_with(error_of([&] { load_checkpoint(path, grid, checkpoint_content({{"0", &weight}, {"0", &b}}, &adam)); }),
                             {"holds 'sgd' state", "'adam'"}));
 }
 

@@ -11,6 +11,9 @@
 #include "layers/optim/sgd.hpp"
 #include "models/checkpoint.hpp"
 #include "models/checkpoint_content.hpp"
+#include "models/checkpoint_slots.hpp"
+#include "models/model_buffers.hpp"
+#include "models/sequential.hpp"
 #include "tests/models/checkpoint_test_support.hpp"
 
 namespace tessera::models {
@@ -55,7 +58,7 @@ struct ModelParameters {
     local_weight.value = tile.values;
     local_weight.grad = layers::Parameter<float>::View("local3.weight.grad", tile.values.extent(0));
   }
-  LayerParameters list() { return {{0, &conv_weight}, {0, &conv_bias}, {3, &local_weight}}; }
+  LayerParameters list() { return {{"0", &conv_weight}, {"0", &conv_bias}, {"3", &local_weight}}; }
   std::vector<layers::Parameter<float>*> pointers() { return {&conv_weight, &conv_bias, &local_weight}; }
 };
 
@@ -136,7 +139,7 @@ TEST(Checkpoint, FileFollowsTheStateDictLayout) {
   options.momentum = 0.9;
   layers::Sgd<float> sgd({&conv_weight, &conv_bias, &linear_weight, &linear_bias}, options);
   const CheckpointContent content = checkpoint_content(
-      {{0, &conv_weight}, {0, &conv_bias}, {2, &linear_weight}, {2, &linear_bias}}, &sgd, example_meta());
+      {{"0", &conv_weight}, {"0", &conv_bias}, {"2", &linear_weight}, {"2", &linear_bias}}, &sgd, example_meta());
   testing::fill_expected(content);
   save_checkpoint(path, grid, content);
 
@@ -204,6 +207,50 @@ TEST(Checkpoint, WeightsOnlyLoadLeavesOptimizerAlone) {
     }
     for (const auto& state : adam.state()) EXPECT_EQ(state.step, 0) << path;
   }
+}
+
+// A chain's checkpoint names are the layer indices of the first format: a file written with
+// those names by hand, as earlier builds wrote them, loads into the chain model unchanged.
+TEST(Checkpoint, ChainCheckpointOfTheIndexNamingStillLoads) {
+  testing::ScratchDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir.file("index-names.h5");
+  const std::vector<std::pair<std::string, Dims>> datasets = {
+      {"/params/0/weight", {4, 3, 3, 3}}, {"/params/0/bias", {4}}, {"/params/1/weight", {4}},
+      {"/params/1/bias", {4}},           {"/params/1/running_mean", {4}}, {"/params/1/running_var", {4}},
+      {"/params/3/weight", {2, 4, 3, 3}}, {"/params/3/bias", {2}}};
+  const auto value = [](std::size_t dataset, std::int64_t i) { return 0.25f + 0.01f * static_cast<float>(dataset * 100 + i); };
+  {
+    Hdf5File file(path, Hdf5File::Mode::create, MPI_COMM_WORLD);
+    const bool root = tessera::testing::world_rank() == 0;
+    file.write_string("/meta/format", kCheckpointFormat);
+    for (std::size_t d = 0; d < datasets.size(); ++d) {
+      const Dims& shape = datasets[d].second;
+      std::vector<float> values(static_cast<std::size_t>(element_count(shape)));
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = value(d, static_cast<std::int64_t>(i));
+      file.write_block<float>(datasets[d].first, shape, Dims(shape.size(), 0), root ? shape : Dims(shape.size(), 0),
+                              values.data());
+    }
+    file.close();
+  }
+  ProcessGrid grid(MPI_COMM_WORLD, all_grids(world_size()).back());
+  Sequential<float> model("conv(out=4,k=3,pad=1),batchnorm(stats=all),relu,conv(out=2,k=3,pad=1)", {2, 3, 8, 8}, grid, 1);
+  ModelBuffers buffers(model);
+  CheckpointContent content = checkpoint_content(model.params());
+  buffers.add_to(content);
+  load_checkpoint(path, grid, content, LoadScope::weights_only);
+  buffers.restore();
+  ASSERT_EQ(content.tensors.size(), datasets.size());
+  for (std::size_t d = 0; d < datasets.size(); ++d) {
+    const TensorSlot& slot = content.tensors[d];
+    ASSERT_EQ(slot.dataset, datasets[d].first);
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), slot.values);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < host.extent(0); ++i) wrong += host(i) != value(d, static_cast<std::int64_t>(i));
+    EXPECT_EQ(wrong, 0u) << slot.dataset;
+  }
+  auto& norm = dynamic_cast<layers::BatchNorm2d<float>&>(model.layer(1));
+  EXPECT_FLOAT_EQ(static_cast<float>(norm.running_var()[3]), value(5, 3));
 }
 
 }  // namespace

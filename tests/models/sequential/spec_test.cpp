@@ -5,6 +5,7 @@
 // counts of their closed-form formulas (torchvision's for ResNet-18/34) and clear errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -400,10 +401,35 @@ TEST(Sequential, ParamsFollowTheStateDictConvention) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   Sequential<float> model("fashion-cnn", {2, 1, 28, 28}, self, 1);
   std::vector<std::string> keys;
-  for (const auto& [index, p] : model.params()) keys.push_back(std::to_string(index) + "." + p->name);
+  for (const auto& [path, p] : model.params()) keys.push_back(path + "." + p->name);
   const std::vector<std::string> expected{"0.weight", "0.bias", "1.weight", "1.bias", "4.weight",
                                           "4.bias",   "5.weight", "5.bias", "9.weight", "9.bias"};
   EXPECT_EQ(keys, expected);
+}
+
+// A graph's parameters are named by node path, as the state_dict of the same nn.Module:
+// resnet's nodes carry torchvision's names, so its keys are torchvision's resnet18's.
+TEST(Sequential, GraphParamsAreNamedByNodePath) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  Sequential<float> model("resnet(width=4,classes=3)", {2, 3, 64, 64}, self, 1);
+  std::vector<std::string> keys;
+  for (const auto& [path, p] : model.params()) keys.push_back(path + "." + p->name);
+  ASSERT_EQ(keys.size(), 62u);  // torchvision's resnet18: 62 parameters (buffers aside)
+  const std::vector<std::string> first{"conv1.weight", "bn1.weight", "bn1.bias", "layer1.0.conv1.weight",
+                                       "layer1.0.bn1.weight", "layer1.0.bn1.bias", "layer1.0.conv2.weight"};
+  EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + 7), first);
+  for (const char* key : {"layer1.1.bn2.bias", "layer2.0.conv1.weight", "layer2.0.downsample.0.weight",
+                          "layer2.0.downsample.1.weight", "layer2.0.downsample.1.bias", "layer2.1.conv2.weight",
+                          "layer4.1.bn2.weight", "fc.weight", "fc.bias"})
+    EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key;
+  EXPECT_EQ(keys.back(), "fc.bias");
+  // Block instances without names are positions, nested with '.': a two-level block.
+  Sequential<float> nested("block pair(c) { conv(out=$c,k=3,pad=1), relu } block quad(c) { pair(c=$c), p: pair(c=$c) }"
+                           " conv(out=2,k=1), quad(c=2)*2", {1, 1, 8, 8}, self, 1);
+  keys.clear();
+  for (const auto& [path, p] : nested.params()) keys.push_back(path + "." + p->name);
+  EXPECT_EQ(keys, (std::vector<std::string>{"0.weight", "0.bias", "1.0.0.weight", "1.0.0.bias", "1.p.0.weight",
+                                            "1.p.0.bias", "2.0.0.weight", "2.0.0.bias", "2.p.0.weight", "2.p.0.bias"}));
 }
 
 }  // namespace
