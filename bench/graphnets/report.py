@@ -35,6 +35,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip", type=int, required=True)
     parser.add_argument("--cores", type=int, required=True)
+    parser.add_argument("--torch-threads", type=int, required=True)
     parser.add_argument("--torch-note", default="")
     parser.add_argument("rows")
     args = parser.parse_args()
@@ -52,8 +53,8 @@ def main():
 
     print("## Training step and activation memory per rank\n")
     print("Tessera: tessera-train on P ranks; the step is forward, loss, backward, gradient allreduce and SGD")
-    print("(`step_s - data_s` of its metrics, median). PyTorch: the same network in one process with every")
-    print(f"core ({args.cores}) as a thread. Ratio: Tessera's step over PyTorch's (below 1: Tessera faster).")
+    print("(`step_s - data_s` of its metrics, median). PyTorch: the same network in one process with")
+    print(f"{args.torch_threads} thread(s). Ratio: Tessera's step over PyTorch's (below 1: Tessera faster).")
     print("Activations: rank 0's planned bytes of every activation and its gradient with their halos")
     print("(tessera-train's header, models/memory_plan.hpp); against 1/P: divided by one rank's bytes / P")
     print("(1.00: a perfect split; above it, the halos and the replicated head).\n")

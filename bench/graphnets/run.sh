@@ -11,17 +11,18 @@
 #              script's default venv). Without torch the PyTorch column is empty, with a note.
 #
 # For each size S of SIZES and each net: Tessera on each rank count of RANKS (grids 1x1x1,
-# 1x2x1, 1x2x2; OMP_NUM_THREADS = cores / ranks, at least 1 — more ranks than cores are
+# 1x2x1, 1x2x2; OMP_NUM_THREADS = THREADS / ranks, at least 1 — more ranks than cores are
 # oversubscribed, and the table says so), STEPS steps of plain SGD on BATCH photographs of
 # SxS (scikit-image's astronaut and coffee, resized by tessera-data); the step time is the
 # median of step_s - data_s over the steps after the first SKIP; the activation bytes are
 # rank 0's "activations+gradients" of tessera-train's header (models/memory_plan.hpp: every
 # activation and its gradient with halos, rank 0's tile). Then torch_graph_nets.py: the same
-# network, loss and optimizer in one process with all cores as threads.
+# network, loss and optimizer in one process with THREADS threads.
 #   resnet  resnet(depth=18,width=RESNET_WIDTH,classes=10), cross-entropy against label 0
 #   unet    unet(depth=UNET_DEPTH,width=UNET_WIDTH), --noise NOISE denoising (MSE)
 #
-# Environment: SIZES ("512 1024"), RANKS ("1 2 4"), NETS ("resnet unet"), RESNET_WIDTH (16),
+# Environment: THREADS (the core count; 1 on a machine others load: OpenMP threads that
+# wait for a busy core slow every step many times over), SIZES ("512 1024"), RANKS ("1 2 4"), NETS ("resnet unet"), RESNET_WIDTH (16),
 # UNET_WIDTH (8), UNET_DEPTH (4), BATCH (1), STEPS (4), SKIP (1), NOISE (0.1), OUT (default
 # bench/results/graph-nets-cpu-<date>.md), MPIEXEC (mpiexec, with any flags it needs).
 # Exits 77 (skipped) without scikit-image's photographs (Debian's python3-skimage).
@@ -55,6 +56,8 @@ read -ra mpiexec <<<"${MPIEXEC:-mpiexec}"
 date="$(date +%F)"
 out="${OUT:-$TESSERA_ROOT/bench/results/graph-nets-cpu-$date.md}"
 cores="$(getconf _NPROCESSORS_ONLN)"  # not nproc: it reports OMP_NUM_THREADS when set
+budget="${THREADS:-$cores}"
+[[ $budget =~ ^[1-9][0-9]*$ ]] || die "THREADS must be a positive whole number, got '$budget'"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -94,7 +97,7 @@ for size in $sizes; do
     esac
     for ranks in $rank_counts; do
       grid="$(grid_of "$ranks")"
-      threads=$((cores / ranks > 0 ? cores / ranks : 1))
+      threads=$((budget / ranks > 0 ? budget / ranks : 1))
       name="$net-$size-$ranks"
       log "tessera: $model on ${size}x${size}, $ranks rank(s) x $threads thread(s), grid $grid"
       OMP_NUM_THREADS="$threads" "${mpiexec[@]}" -n "$ranks" -genv OMP_NUM_THREADS "$threads" "$train" \
@@ -105,16 +108,16 @@ for size in $sizes; do
         "$work/$name.log" >>"$work/rows.tsv"
     done
     if [[ -z $torch_note ]]; then
-      log "pytorch: $model on ${size}x${size}, 1 process x $cores threads"
-      OMP_NUM_THREADS="$cores" "$python" "$here/torch_graph_nets.py" "${torch_args[@]}" \
-        --shape "${batch}x3x${size}x${size}" --threads "$cores" --warmup "$skip" --repeats "$((steps - skip))" \
+      log "pytorch: $model on ${size}x${size}, 1 process x $budget threads"
+      OMP_NUM_THREADS="$budget" "$python" "$here/torch_graph_nets.py" "${torch_args[@]}" \
+        --shape "${batch}x3x${size}x${size}" --threads "$budget" --warmup "$skip" --repeats "$((steps - skip))" \
         --lr 0.0001 >"$work/$net-$size-torch.json" || die "torch_graph_nets.py failed: $net $size"
-      printf '%s\t%s\ttorch\t\t%s\t%s\t\n' "$net" "$size" "$cores" "$work/$net-$size-torch.json" >>"$work/rows.tsv"
+      printf '%s\t%s\ttorch\t\t%s\t%s\t\n' "$net" "$size" "$budget" "$work/$net-$size-torch.json" >>"$work/rows.tsv"
     fi
   done
 done
 
-python3 "$here/report.py" --skip "$skip" --cores "$cores" ${torch_note:+--torch-note "$torch_note"} \
+python3 "$here/report.py" --skip "$skip" --cores "$cores" --torch-threads "$budget" ${torch_note:+--torch-note "$torch_note"} \
   "$work/rows.tsv" >"$work/table.md"
 cat "$work/table.md"
 

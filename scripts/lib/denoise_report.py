@@ -59,7 +59,7 @@ def choose(filter_, params, noisy, clean):
 
 def panel(images, crop):
     h, w = images[0].shape[1:]
-    top, left = (h - crop) // 2, (w - crop) // 2
+    top, left = max(h // 4 - crop // 2, 0), max(w // 4 - crop // 2, 0)  # inside the top-left piece
     tiles = [np.clip(i[:, top:top + crop, left:left + crop], 0, 1) for i in images]
     gap = np.ones((3, crop, 4), dtype=np.float32)
     row = np.concatenate(sum(([t, gap] for t in tiles), [])[:-1], axis=2)
