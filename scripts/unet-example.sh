@@ -4,8 +4,10 @@
 # scored on held-out photographs against the noisy input and classical filters (PSNR), with
 # before/after PNGs. Frames: 2x2 mosaics of random crops, flips and quarter turns of
 # scikit-image's sample photographs (Debian's python3-skimage) at their own scale; held
-# out: two frames of astronaut, coffee, chelsea and rocket, never seen in training. Needs Debian's python3-numpy, -scipy, -pil and h5dump.
-# Arguments go to tessera-train and win over the settings below, e.g. --steps 600.
+# out: two frames of astronaut, coffee, chelsea and rocket, never seen in training. Needs
+# Debian's python3-numpy, -scipy, -pil (python3-skimage's dependencies) and h5dump.
+# Arguments go to tessera-train and win over the settings below, e.g. --steps 600, or
+# --resume <out>/unet.h5 --steps 1000 to continue a run.
 # Environment: TESSERA_UNET_SIZE (1024), TESSERA_UNET_FRAMES (training frames, 48),
 # TESSERA_UNET_MODEL (a depth-3, width-8 U-Net, below), TESSERA_UNET_NOISE (0.3),
 # TESSERA_UNET_OUT (<build>/unet-example), TESSERA_RANKS (4), TESSERA_PREBUILT_BUILD.
