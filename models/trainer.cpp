@@ -22,6 +22,7 @@
 #include "models/metrics_log.hpp"
 #include "models/model_buffers.hpp"
 #include "models/peer_probe.hpp"
+#include "models/prediction_file.hpp"
 #include "models/presets.hpp"
 #include "models/rank_agreement.hpp"
 #include "models/sample_order.hpp"
@@ -57,6 +58,8 @@ void check_options(const TrainerOptions& o) {
   require(o.checkpoint_every == 0 || !o.save.empty(), "--checkpoint-every needs --save (where to write)");
   require(o.eval_every >= 0, "--eval-every must not be negative");
   require(o.eval_every == 0 || !o.val_data.empty(), "--eval-every needs --val-data");
+  require(o.predict_out.empty() || !o.val_data.empty(), "--predict-out needs --val-data (the samples to predict)");
+  require(o.predict_out.empty() || o.objective != "tica", "--predict-out writes a model's answers; not with --objective tica");
   require(o.resume.empty() || o.init_from.empty(),
           "--resume continues a run, --init-from starts a new one from saved weights: give one of them");
   require(o.lr_base_batch >= 0, "--lr-base-batch must not be negative");
@@ -135,6 +138,11 @@ class Run {
                                     "' (labels vs targets)");
     }
     if (!o.save.empty()) check_writable(o.save, grid_.comm());
+    if (!o.predict_out.empty()) {
+      if (o.noise == 0 && data_.supervision() != Supervision::targets)
+        throw std::invalid_argument("--predict-out writes image-shaped answers: it needs --noise or data with /targets");
+      check_writable(o.predict_out, grid_.comm());
+    }
     model_.set_halo_config(o.halo);
     if (tica_) tica_->set_halo_config(o.halo);
     if (!tica_ && (data_.supervision() == Supervision::targets || o.noise > 0))
@@ -195,7 +203,13 @@ class Run {
       if (rank0_) say_("checkpoint: " + o_.save + " (step " + std::to_string(summary.steps) + ")");
     }
     if (val_) {
-      summary.evaluation = evaluate(*val_, summary.steps, beat);
+      std::optional<PredictionFile> predictions;
+      if (!o_.predict_out.empty()) predictions.emplace(o_.predict_out, val_->samples(), grid_.comm());
+      summary.evaluation = evaluate(*val_, summary.steps, beat, predictions ? &*predictions : nullptr);
+      if (predictions) {
+        predictions->finish();
+        if (rank0_) say_("predictions: " + o_.predict_out + " (" + std::to_string(val_->samples()) + " samples)");
+      }
       report(*summary.evaluation, summary.steps, *metrics);
     }
     return summary;
@@ -293,8 +307,10 @@ class Run {
 
   // Every sample of `set` once, in file order, with the weights as they are; batch norm
   // uses its running statistics. The last batch is padded with rows that count for nothing.
+  // `predictions`: also write every sample's input and output there, a partial last batch's too.
   template <class Beat>
-  Evaluation evaluate(const TrainingSet& set, std::int64_t at_step, const Beat& beat) {
+  Evaluation evaluate(const TrainingSet& set, std::int64_t at_step, const Beat& beat,
+                      PredictionFile* predictions = nullptr) {
     if (tica_) return tica_evaluate(set, at_step, beat);
     model_.set_training(false);
     Evaluation e;
@@ -302,10 +318,12 @@ class Run {
     for (const std::vector<std::int64_t>& rows : evaluation_batches(set.samples(), o_.batch)) {
       beat(at_step, "evaluating");
       const bool full = rows.back() >= 0, regression = o_.noise > 0 || set.supervision() == Supervision::targets;
-      if (regression && !full) continue;  // MSE has no ignored cells
+      if (regression && !full && !predictions) continue;  // MSE has no ignored cells
       set.read_images(rows, model_.input());
       if (o_.noise > 0) corrupt_input(0);  // the same noise at every evaluation
       const layers::Tensor<float>& out = model_.forward(model_.input());
+      if (predictions) predictions->write(rows, model_.input(), out);
+      if (regression && !full) continue;
       if (!regression) {
         const layers::ClassificationStats stats = layers::classification_stats(out, set.read_labels(rows, out));
         loss_sum += stats.loss * stats.cells, correct += stats.accuracy * stats.cells;

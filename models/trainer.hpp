@@ -44,6 +44,7 @@ struct TrainerOptions {
   std::int64_t checkpoint_every = 0;  // steps; needs save
   std::int64_t eval_every = 0;        // steps; needs val_data (0: at the end only)
   std::string metrics;                // JSON lines, rank 0
+  std::string predict_out;            // the final evaluation's inputs and outputs (models/prediction_file.hpp)
   double noise = 0;                   // > 0: denoising of unlabelled data (input + N(0, noise^2), target = input)
   std::string objective = "supervised";  // or "tica": reconstruction TICA on unlabelled images (models/tica.hpp)
   double tica_lambda = 0.1;           // weight of TICA's sparsity term

@@ -50,6 +50,9 @@ po::options_description describe_options(AppOptions& a) {
       ("model", po::value(&t.model)->default_value(t.model), "preset name or sequential spec (docs/models.md)")
       ("data", po::value(&t.data), "training data file, HDF5 (docs/data.md); required")
       ("val-data", po::value(&t.val_data), "evaluation data file, evaluated after training")
+      ("predict-out", po::value(&t.predict_out),
+       "write the final evaluation's inputs and outputs of every --val-data sample to this HDF5 file "
+       "(/inputs, /outputs; denoising or /targets)")
       ("grid", po::value(&t.grid)->default_value(t.grid), "process grid NxHxW (samples x rows x columns), or auto")
       ("batch", po::value(&t.batch)->default_value(t.batch), "global batch size (all ranks together)")
       ("steps", po::value(&t.steps)->default_value(t.steps), "training steps in all (0: use --epochs)")

@@ -90,8 +90,13 @@ demo_grid() {
 }
 
 # What every example does first: install the dependencies and build the CPU variant in
-# ${TESSERA_BUILD_DIR:-<repo>/build}; sets `build`.
+# ${TESSERA_BUILD_DIR:-<repo>/build}; sets `build`. TESSERA_PREBUILT_BUILD names a build
+# to use as it is instead (the examples' smoke tests run inside one).
 prepare_example_build() {
+  if [[ -n ${TESSERA_PREBUILT_BUILD:-} ]]; then
+    build="$(cd "$TESSERA_PREBUILT_BUILD" && pwd)" || die "no build directory '$TESSERA_PREBUILT_BUILD'"
+    return
+  fi
   "$TESSERA_ROOT/scripts/setup-deps.sh"
   build="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
   build_variant cpu "$build"

@@ -14,8 +14,14 @@
 // train_make_data truncate SRC DST BYTES: DST = the first BYTES bytes of SRC.
 // train_make_data poison SRC DST DATASET I,J,... VALUE: DST = SRC with one element of
 // DATASET (float32) set to VALUE (nan, inf, -inf or a number): a checkpoint with a NaN weight.
+// train_make_data check-predictions A B CLEAN SIGMA: A and B (tessera-train --predict-out
+// files of one run on two grids) hold every sample of CLEAN (uint8 /images), their /inputs
+// and /outputs agree within 1e-5 (relative to the largest value), the inputs are CLEAN with
+// noise of standard deviation SIGMA (within 20%), and the outputs are not the inputs.
 #include <mpi.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -103,6 +109,53 @@ void poison(const std::string& path, const std::string& dataset, const Dims& ind
   if (!ok) throw std::runtime_error("cannot set " + dataset + tessera::dims_text(index) + " in '" + path + "'");
 }
 
+std::vector<float> read_all(const Hdf5File& file, const std::string& name, Dims& shape) {
+  shape = file.shape(name);
+  std::int64_t count = 1;
+  for (std::int64_t d : shape) count *= d;
+  std::vector<float> data(static_cast<std::size_t>(count));
+  file.read_block<float>(name, Dims(shape.size(), 0), shape, data.data());
+  return data;
+}
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, double(std::fabs(x)));
+  return m;
+}
+
+void check_predictions(const std::string& a_path, const std::string& b_path, const std::string& clean_path,
+                       double sigma) {
+  Hdf5File a(a_path, Hdf5File::Mode::read, MPI_COMM_SELF), b(b_path, Hdf5File::Mode::read, MPI_COMM_SELF);
+  Hdf5File clean_file(clean_path, Hdf5File::Mode::read, MPI_COMM_SELF);
+  Dims clean_shape, shape, other;
+  std::vector<float> clean = read_all(clean_file, "/images", clean_shape);
+  for (float& v : clean) v /= 255.0f;
+  for (const std::string name : {"/inputs", "/outputs"}) {
+    const std::vector<float> x = read_all(a, name, shape), y = read_all(b, name, other);
+    if (shape != clean_shape || other != clean_shape)
+      throw std::runtime_error(name + " has shape " + tessera::dims_text(shape) + " and " + tessera::dims_text(other) +
+                               ", the evaluation file " + tessera::dims_text(clean_shape));
+    const double scale = std::max(max_abs(x), 1e-30);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (std::fabs(double(x[i]) - double(y[i])) > 1e-5 * scale)
+        throw std::runtime_error(name + " differs at element " + std::to_string(i) + ": " + std::to_string(x[i]) +
+                                 " against " + std::to_string(y[i]));
+  }
+  const std::vector<float> inputs = read_all(a, "/inputs", shape), outputs = read_all(a, "/outputs", shape);
+  double noise = 0, change = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    noise += (double(inputs[i]) - clean[i]) * (double(inputs[i]) - clean[i]);
+    change = std::max(change, std::fabs(double(outputs[i]) - double(inputs[i])));
+  }
+  noise = std::sqrt(noise / double(inputs.size()));
+  if (std::fabs(noise - sigma) > 0.2 * sigma)
+    throw std::runtime_error("the inputs differ from the clean images by " + std::to_string(noise) + ", not sigma " +
+                             std::to_string(sigma));
+  if (change == 0) throw std::runtime_error("the outputs are the inputs");
+  std::printf("predictions agree: %s, noise %.4f\n", tessera::dims_text(shape).c_str(), noise);
+}
+
 Dims parse_index(const std::string& text) {
   Dims index;
   std::stringstream in(text);
@@ -126,6 +179,8 @@ int main(int argc, char** argv) {
       truncate_copy(argv[2], argv[3], std::stoul(argv[4]));
     } else if (argc == 7 && std::string(argv[1]) == "poison") {
       poisoned_copy(argv[2], argv[3], argv[4], argv[5], argv[6]);
+    } else if (argc == 6 && std::string(argv[1]) == "check-predictions") {
+      check_predictions(argv[2], argv[3], argv[4], std::stod(argv[5]));
     } else if (argc == 2) {
       const std::string dir = argv[1];
       std::filesystem::create_directories(dir);
@@ -142,7 +197,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: train_make_data DIR | train_make_data truncate SRC DST BYTES |\n"
-                   "       train_make_data poison SRC DST DATASET I,J,... VALUE\n");
+                   "       train_make_data poison SRC DST DATASET I,J,... VALUE |\n"
+                   "       train_make_data check-predictions A B CLEAN SIGMA\n");
       status = 2;
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Tables of bench/graphnets/run.sh: step times against PyTorch and activation memory per rank.
+
+    report.py --skip K --cores C [--torch-note TEXT] ROWS.tsv
+
+ROWS.tsv lines: net, size, ranks (or "torch"), grid, threads, result file, log file. A
+Tessera result is tessera-train's --metrics file (its step lines; the step time is the
+median of step_s - data_s after the first K steps) and its stdout (the header's parameter
+count and rank 0's "activations+gradients" bytes); a PyTorch result is torch_graph_nets.py's
+JSON line. A PyTorch network whose parameter count is not Tessera's is an error: the two
+sides must train the same network.
+"""
+import argparse
+import json
+import re
+import statistics
+import sys
+
+
+def tessera(metrics, log, skip):
+    steps = [json.loads(l) for l in open(metrics) if l.strip()]
+    steps = [s for s in steps if not s.get("eval") and s["step"] > skip]
+    if not steps:
+        sys.exit(f"report.py: no timed steps in {metrics}")
+    text = open(log).read()
+    parameters = re.search(r"\((\d+) parameters\)", text)
+    activations = re.search(r"activations\+gradients (\d+) bytes", text)
+    if not parameters or not activations:
+        sys.exit(f"report.py: no parameter count or activation bytes in {log}")
+    return {"step_s": statistics.median(s["step_s"] - s["data_s"] for s in steps),
+            "parameters": int(parameters.group(1)), "activation_bytes": int(activations.group(1))}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skip", type=int, required=True)
+    parser.add_argument("--cores", type=int, required=True)
+    parser.add_argument("--torch-threads", type=int, required=True)
+    parser.add_argument("--torch-note", default="")
+    parser.add_argument("rows")
+    args = parser.parse_args()
+
+    groups = {}  # (net, size) -> {"tessera": [...], "torch": {...}}
+    for line in open(args.rows):
+        net, size, ranks, grid, threads, result, log = line.rstrip("\n").split("\t")
+        group = groups.setdefault((net, int(size)), {"tessera": [], "torch": None})
+        if ranks == "torch":
+            group["torch"] = json.loads(open(result).read())
+        else:
+            row = tessera(result, log, args.skip)
+            row.update(ranks=int(ranks), grid=grid, threads=int(threads))
+            group["tessera"].append(row)
+
+    print("## Training step and activation memory per rank\n")
+    print("Tessera: tessera-train on P ranks; the step is forward, loss, backward, gradient allreduce and SGD")
+    print("(`step_s - data_s` of its metrics, median). PyTorch: the same network in one process with")
+    print(f"{args.torch_threads} thread(s). Ratio: Tessera's step over PyTorch's (below 1: Tessera faster).")
+    print("Activations: rank 0's planned bytes of every activation and its gradient with their halos")
+    print("(tessera-train's header, models/memory_plan.hpp); against 1/P: divided by one rank's bytes / P")
+    print("(1.00: a perfect split; above it, the halos and the replicated head).\n")
+    print("| network | image | ranks (grid) | threads/rank | Tessera step (s) | PyTorch step (s) | Tessera / PyTorch "
+          "| activations, rank 0 (MiB) | against 1/P |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (net, size), group in groups.items():
+        torch = group["torch"]
+        rows = sorted(group["tessera"], key=lambda r: r["ranks"])
+        one = next((r for r in rows if r["ranks"] == 1), None)
+        for r in rows:
+            if torch and torch["parameters"] != r["parameters"]:
+                sys.exit(f"report.py: {net} {size}: PyTorch has {torch['parameters']} parameters, "
+                         f"Tessera {r['parameters']}: not the same network")
+            ratio = f"{r['step_s'] / torch['step_s']:.2f}" if torch else "–"
+            torch_s = f"{torch['step_s']:.3f}" if torch else "–"
+            split = f"{r['activation_bytes'] / (one['activation_bytes'] / r['ranks']):.2f}" if one else "–"
+            over = " (oversubscribed)" if r["ranks"] > args.cores else ""
+            print(f"| {net} ({r['parameters']:,} parameters) | {size}×{size} | {r['ranks']} ({r['grid']}){over} "
+                  f"| {r['threads']} | {r['step_s']:.3f} | {torch_s} | {ratio} "
+                  f"| {r['activation_bytes'] / 2**20:.1f} | {split} |")
+    if args.torch_note:
+        print(f"\n{args.torch_note}")
+
+
+if __name__ == "__main__":
+    main()
