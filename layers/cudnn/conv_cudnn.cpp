@@ -19,53 +19,29 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <memory>
 #include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "layers/conv_algorithm_choice.hpp"
 #include "layers/conv_backend.hpp"
+#include "layers/cudnn/cudnn_common.hpp"
 
 namespace tessera::layers {
 namespace {
 
-void check(cudnnStatus_t status, const char* what) {
-  if (status != CUDNN_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuDNN ") + what + ": " + cudnnGetErrorString(status));
-}
+using cudnn::as_int;
+using cudnn::check;
+using cudnn::Owned;
+using cudnn::tensor_desc;
+using cudnn::TensorDesc;
 
-int as_int(std::int64_t v) {
-  if (v > std::numeric_limits<int>::max()) throw std::length_error("cuDNN: a tensor extent or stride exceeds int");
-  return static_cast<int>(v);
-}
-
-template <class Handle, cudnnStatus_t (*Destroy)(Handle)>
-struct Destroyer {
-  void operator()(Handle h) const { Destroy(h); }
-};
-template <class Handle, cudnnStatus_t (*Destroy)(Handle)>
-using Owned = std::unique_ptr<std::remove_pointer_t<Handle>, Destroyer<Handle, Destroy>>;
-
-using TensorDesc = Owned<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
 using FilterDesc = Owned<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
 using ConvDesc = Owned<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
-
-TensorDesc tensor_desc(const Shape4& dims, const Index4& strides) {
-  cudnnTensorDescriptor_t raw = nullptr;
-  check(cudnnCreateTensorDescriptor(&raw), "create tensor descriptor");
-  TensorDesc desc(raw);
-  check(cudnnSetTensor4dDescriptorEx(raw, CUDNN_DATA_FLOAT, as_int(dims[0]), as_int(dims[1]), as_int(dims[2]),
-                                     as_int(dims[3]), as_int(strides[0]), as_int(strides[1]), as_int(strides[2]),
-                                     as_int(strides[3])),
-        "set tensor descriptor");
-  return desc;
-}
 
 // A dense (1, O, 1, 1) tensor: the bias, broadcast over samples and positions.
 TensorDesc bias_desc(std::int64_t channels) { return tensor_desc({1, channels, 1, 1}, {channels, 1, 1, 1}); }
@@ -166,13 +142,7 @@ auto ranking(Direction d, const Get& get) {
 
 class CudnnConv final : public ConvBackend {
  public:
-  CudnnConv() {
-    check(cudnnCreate(&handle_), "create handle");
-    check(cudnnSetStream(handle_, Kokkos::DefaultExecutionSpace().cuda_stream()), "set stream");
-  }
-  ~CudnnConv() override { cudnnDestroy(handle_); }
-  CudnnConv(const CudnnConv&) = delete;
-  CudnnConv& operator=(const CudnnConv&) = delete;
+  CudnnConv() = default;
 
   std::string_view name() const override { return "cudnn"; }
 
@@ -276,7 +246,8 @@ class CudnnConv final : public ConvBackend {
     return bytes ? workspace_.data() : nullptr;
   }
 
-  cudnnHandle_t handle_ = nullptr;
+  cudnn::Handle owned_handle_;
+  cudnnHandle_t handle_ = owned_handle_.get();
   std::vector<std::unique_ptr<Problem>> problems_;
   std::vector<std::pair<ConvGeometry, std::array<std::optional<int>, kDirections>>> preferred_;
   Kokkos::View<char*, Kokkos::DefaultExecutionSpace::memory_space> workspace_;
