@@ -8,9 +8,13 @@
 #   tessera_add_slurm_test(<name> RANKS <n> COMMAND <program> [args...] [TIMEOUT <s>] [LABELS ...])
 #       `<name>_np<n>`, run as `srun --mpi=pmi2 -n <n>` under a private one-node Slurm; label `slurm`.
 # In CUDA builds every test also carries the label `cuda`: it needs a GPU to run.
+# TESSERA_TEST_LAUNCHER (a list) runs before every test program, inside mpiexec for MPI
+# tests: scripts/gpu-check.sh sets it to compute-sanitizer; changing it only regenerates
+# the test list, nothing is recompiled.
 
 set(TESSERA_TEST_TIMEOUT 300 CACHE STRING "Seconds before ctest kills a hung test")
 set(TESSERA_MPIEXEC_EXTRA_FLAGS "" CACHE STRING "Extra flags for mpiexec, before -n")
+set(TESSERA_TEST_LAUNCHER "" CACHE STRING "Command (a list) that runs each test program, e.g. compute-sanitizer")
 
 function(_tessera_test_executable name)
   cmake_parse_arguments(arg "" "" "SOURCES;DEPS" ${ARGN})
@@ -32,7 +36,7 @@ endfunction()
 function(tessera_add_test name)
   cmake_parse_arguments(arg "" "" "SOURCES;DEPS;LABELS;ARGS" ${ARGN})
   _tessera_test_executable(${name} SOURCES ${arg_SOURCES} DEPS ${arg_DEPS})
-  add_test(NAME ${name} COMMAND ${name} ${arg_ARGS})
+  add_test(NAME ${name} COMMAND ${TESSERA_TEST_LAUNCHER} $<TARGET_FILE:${name}> ${arg_ARGS})
   _tessera_test_properties(${name} "unit;${arg_LABELS}")
 endfunction()
 
@@ -45,7 +49,8 @@ function(tessera_add_mpi_test name)
   foreach(n IN LISTS arg_RANKS)
     add_test(NAME ${name}_np${n}
              COMMAND ${MPIEXEC_EXECUTABLE} ${TESSERA_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${n}
-                     ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS} ${arg_ARGS})
+                     ${MPIEXEC_PREFLAGS} ${TESSERA_TEST_LAUNCHER} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS}
+                     ${arg_ARGS})
     _tessera_test_properties(${name}_np${n} "mpi;${arg_LABELS}")
     set_tests_properties(${name}_np${n} PROPERTIES PROCESSORS ${n})
   endforeach()

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "distarray/cuda_launch_check.hpp"
 #include "distarray/mpi_progress.hpp"
 #include "tessera_config.hpp"
 #if TESSERA_ENABLE_CUDA
@@ -113,6 +114,7 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   config_.threads = choose_thread_count(std::getenv("OMP_NUM_THREADS"), cpus_in_affinity_mask(),
                                         hw, config_.local_size, &config_.threads_from_env);
   initialize_kokkos(config_.threads, config_.device);
+  install_cuda_launch_checks();
   g_active = true;
 
   if (options.verbose && config_.world_rank == 0) std::printf("%s\n", describe().c_str());

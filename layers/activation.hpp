@@ -5,7 +5,9 @@
 // backward kernel serve every function. Backward keeps x (relu, leakyrelu) or, where the
 // slope is a function of the output, y (sigmoid, tanh; Fn::from_output), as PyTorch does.
 // The kernels are row ops (layers/cell_loop.hpp): vectorised rows on the host, one cell
-// per thread with w fastest on CUDA.
+// per thread with w fastest on CUDA. CUDA builds call cuDNN instead where it computes the
+// same function (layers/pointwise_library.hpp): relu, sigmoid and tanh forward, sigmoid and
+// tanh backward.
 
 #include <Kokkos_Core.hpp>
 
@@ -15,12 +17,15 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "layers/activation_functions.hpp"
 #include "layers/cell_loop.hpp"
 #include "layers/layer.hpp"
+#include "layers/pointwise_library.hpp"
 #include "layers/spec_options.hpp"
+#include "layers/tensor_ref.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
@@ -69,7 +74,10 @@ struct Backward {
 template <class T, class Fn>
 class Activation final : public Layer<T> {
  public:
-  explicit Activation(Fn f = {}, WindowedConfig windowed = {}) : f_(f), windowed_(std::move(windowed)) {}
+  explicit Activation(Fn f = {}, WindowedConfig windowed = {}) : f_(f), windowed_(std::move(windowed)) {
+    if constexpr (kLibrary)
+      if ((library_fn_ = library_activation(Fn::name))) library_ = make_pointwise_library();
+  }
 
   std::string kind() const override { return Fn::name; }
   std::string options() const override { return f_.to_spec(); }
@@ -81,6 +89,9 @@ class Activation final : public Layer<T> {
   void forward(const Tensor<T>& x, const Tensor<T>& y) override {
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const auto ys = y.local(out);
+      if constexpr (kLibrary)
+        if (library_)
+          return library_->activation_forward(*library_fn_, tensor_ref<const T>(x.local(out)), tensor_ref<T>(ys));
       const Rows<const T> xr = rows_of(x.local(out));
       const Rows<T> yr = rows_of(ys);
       for_each_row("tessera::activation_forward", extents_of(ys),
@@ -99,6 +110,11 @@ class Activation final : public Layer<T> {
         *this, dy, dx,
         [&](const Box& window) {
           const auto dxs = dx.local(window);
+          if constexpr (kLibrary && Fn::from_output)
+            if (library_)
+              return library_->activation_backward_from_output(*library_fn_, tensor_ref<const T>(x.local(window)),
+                                                               tensor_ref<const T>(dy.local(window)),
+                                                               tensor_ref<T>(dxs));
           const Rows<const T> saved = rows_of(x.local(window)), dyr = rows_of(dy.local(window));
           const Rows<T> dxr = rows_of(dxs);
           for_each_row("tessera::activation_backward", extents_of(dxs),
@@ -110,12 +126,15 @@ class Activation final : public Layer<T> {
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
 
  private:
+  static constexpr bool kLibrary = kPointwiseLibrary && std::is_same_v<T, float>;  // cuDNN is fp32
   using Typed = decltype(std::declval<const Fn&>().template typed<T>());
   Typed typed() const { return f_.template typed<T>(); }
 
   Fn f_;
   Windowed<T> windowed_;
   std::optional<Tensor<T>> saved_;  // forward's x, or its y where Fn::from_output
+  std::optional<LibraryActivation> library_fn_;  // CUDA builds: cuDNN's mode for Fn, if any
+  std::unique_ptr<PointwiseLibrary> library_;
 };
 
 template <class T>

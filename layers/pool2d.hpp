@@ -13,17 +13,26 @@
 // Forward leaves in a workspace the layer owns what backward needs, so backward recomputes
 // nothing: the argmax tap of every output (max; like cuDNN's and oneDNN's max-pooling
 // workspace) or its norm (l2). No parameters.
+//
+// CUDA builds pool with cuDNN where it computes exactly this (max and average without
+// padding or dilation; layers/pointwise_library.hpp); cuDNN's backward reads forward's
+// output instead of the argmax codes, so the layer then keeps y (by reference, as
+// sigmoid keeps its y: a layer's output is the next one's input, unchanged until backward).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "layers/layer.hpp"
+#include "layers/pointwise_library.hpp"
 #include "layers/pool2d_kernels.hpp"
 #include "layers/pool2d_options.hpp"
 #include "layers/scratch.hpp"
+#include "layers/tensor_ref.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
@@ -32,7 +41,11 @@ template <class T>
 class Pool2d final : public Layer<T> {
  public:
   // Throws std::invalid_argument for invalid options.
-  explicit Pool2d(const Pool2dOptions& options) : options_(options), windowed_(options.windowed) { options_.validate(); }
+  explicit Pool2d(const Pool2dOptions& options) : options_(options), windowed_(options.windowed) {
+    options_.validate();
+    if constexpr (kLibrary)
+      if ((library_pooling_ = library_pooling(options_))) library_ = make_pointwise_library();
+  }
 
   std::string kind() const override { return std::string(pool_kind_name(options_.kind)); }
   std::string options() const override { return options_.to_spec(); }
@@ -64,12 +77,18 @@ class Pool2d final : public Layer<T> {
     const Shape4& shape = x.distribution().global_shape();
     const Box& owned = y.owned_box();
     const Shape4 s = owned.shape();
-    if (options_.kind == PoolKind::max) sized(codes_, "tessera::pool2d.argmax", s[N], s[C], s[H], s[W]);
+    // cuDNN's backward reads y instead of the argmax codes.
+    if (!library_ && options_.kind == PoolKind::max) sized(codes_, "tessera::pool2d.argmax", s[N], s[C], s[H], s[W]);
     if (options_.kind == PoolKind::l2) sized(norms_, "tessera::pool2d.norms", s[N], s[C], s[H], s[W]);
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const Box window = input_window(out, shape);
+      if constexpr (kLibrary)
+        if (library_)
+          return library_->pool_forward(*library_pooling_, tensor_ref<const T>(x.local(window)),
+                                        tensor_ref<T>(y.local(out)));
       pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
     });
+    if (library_) saved_y_.emplace(y);
     saved_x_.emplace(x);
     saved_output_ = owned;
   }
@@ -87,6 +106,11 @@ class Pool2d final : public Layer<T> {
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& window) {
+          if constexpr (kLibrary)
+            if (library_)
+              return library_->pool_backward(*library_pooling_, tensor_ref<const T>(x.local(window)),
+                                             tensor_ref<const T>(saved_y_->owned()), tensor_ref<const T>(dy.owned()),
+                                             tensor_ref<T>(dx.local(window)));
           pool_kernels::backward(options_, x.local(window), dy.owned(), dx.local(window),
                                  work(saved_output_, saved_output_), placement(window, shape));
         },
@@ -96,6 +120,7 @@ class Pool2d final : public Layer<T> {
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
 
  private:
+  static constexpr bool kLibrary = kPointwiseLibrary && std::is_same_v<T, float>;  // cuDNN is fp32
   using MemorySpace = typename Tensor<T>::memory_space;
   using Codes = Kokkos::View<pool_kernels::Code****, Kokkos::LayoutRight, MemorySpace>;
   using Norms = Kokkos::View<T****, Kokkos::LayoutRight, MemorySpace>;
@@ -146,6 +171,9 @@ class Pool2d final : public Layer<T> {
   Box saved_output_;  // y's owned box at the last forward: what the workspace covers
   Codes codes_;       // max: the argmax tap of each owned output (pool_kernels::Code)
   Norms norms_;       // l2: sqrt(eps + sum of squares) of each owned output
+  std::optional<LibraryPooling> library_pooling_;  // CUDA builds, where cuDNN pools alike
+  std::unique_ptr<PointwiseLibrary> library_;
+  std::optional<Tensor<T>> saved_y_;  // with library_: forward's y, which cuDNN's backward reads
 };
 
 }  // namespace tessera::layers

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "layers/launch_size.hpp"
 #include "layers/nan_aware.hpp"
 #include "layers/pool2d_options.hpp"
 
@@ -139,19 +140,41 @@ KOKKOS_INLINE_FUNCTION auto pool_one(const Taps& x, const Geometry& g, const Rul
 
 // ---------------------------------------------------------------------------------------
 // The flat route: any execution space, any layout.
+//
+// Its functors hold Cells (a pointer and four strides), not views: five 4-D strided views
+// and the geometry come to ~560 bytes, over the 512 beyond which Kokkos 3.4's CUDA backend
+// copies a kernel's arguments through constant memory with a host synchronisation per
+// launch (layers/launch_size.hpp checks it at compile time).
 
+template <class T>
+struct Cells {
+  T* data = nullptr;
+  Int s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  KOKKOS_INLINE_FUNCTION T& operator()(Int n, Int c, Int h, Int w) const {
+    return data[n * s0 + c * s1 + h * s2 + w * s3];
+  }
+  template <class U = T, std::enable_if_t<!std::is_const_v<U>, int> = 0>
+  KOKKOS_INLINE_FUNCTION operator Cells<const U>() const {  // written cells read as input
+    return {data, s0, s1, s2, s3};
+  }
+};
 template <class View>
-struct ViewTaps {
-  View x;
+Cells<typename View::value_type> cells_of(const View& v) {
+  return {v.data(), Int(v.stride(0)), Int(v.stride(1)), Int(v.stride(2)), Int(v.stride(3))};
+}
+
+template <class T>
+struct CellTaps {
+  Cells<T> x;
   Int n, c, row0, col0, dh, dw;
-  KOKKOS_INLINE_FUNCTION auto operator()(Int i, Int j) const { return x(n, c, row0 + i * dh, col0 + j * dw); }
+  KOKKOS_INLINE_FUNCTION T operator()(Int i, Int j) const { return x(n, c, row0 + i * dh, col0 + j * dw); }
 };
 
-template <PoolKind K, class In, class Out, class Codes, class Norms>
+template <PoolKind K, class T>
 struct FlatForward {
-  In x;
-  Out y;
-  Work<Codes, Norms> work;
+  Cells<const T> x;
+  Cells<T> y;
+  Work<Cells<Code>, Cells<T>> work;
   Geometry g;
   Rule rule;
   Int channels, out_h, out_w;
@@ -163,7 +186,7 @@ struct FlatForward {
     g.rows(oh, ia, ib);
     g.cols(ow, ja, jb);
     Code code = 0;
-    const auto v = pool_one<K>(ViewTaps<In>{x, n, c, oh * g.sh, ow * g.sw, g.dh, g.dw}, g, rule, ia, ib, ja, jb, code);
+    const T v = pool_one<K>(CellTaps<const T>{x, n, c, oh * g.sh, ow * g.sw, g.dh, g.dw}, g, rule, ia, ib, ja, jb, code);
     y(n, c, oh, ow) = v;
     if constexpr (K == PoolKind::max) work.codes(n, c, oh, ow) = code;
     if constexpr (K == PoolKind::l2) work.norms(n, c, oh, ow) = v;
@@ -172,25 +195,22 @@ struct FlatForward {
 
 // One thread per cell of the input window: the sum, over the outputs whose window covers
 // the cell, of what each sends it (taps in row-major order), written over dx.
-template <PoolKind K, class In, class Grad, class Out, class Codes, class Norms>
+template <PoolKind K, class T>
 struct FlatBackward {
-  In x;
-  Grad dy;
-  Out dx;
-  Work<Codes, Norms> work;
+  Cells<const T> x, dy;
+  Cells<T> dx;
+  Work<Cells<const Code>, Cells<const T>> work;
   Geometry g;
   Rule rule;
-  Int channels, in_h, in_w;
+  Int channels, in_h, in_w, out_h, out_w;
 
   KOKKOS_INLINE_FUNCTION void operator()(Int cell) const {
-    using T = typename Out::non_const_value_type;
     const Int iw = cell % in_w, ih = (cell / in_w) % in_h, c = (cell / (in_w * in_h)) % channels,
               n = cell / (in_w * in_h * channels);
     const Int gh = g.at.window_h + ih, gw = g.at.window_w + iw;
     T sum = 0;
     // A padding cell is no inside tap of any window: it gets nothing.
     if (gh >= 0 && gh < g.at.image_h && gw >= 0 && gw < g.at.image_w) {
-      const Int out_h = Int(dy.extent(2)), out_w = Int(dy.extent(3));
       for (Int i = 0; i < g.kh; ++i) {
         const Int row = ih - i * g.dh;  // first tap row of an output that reads ih as tap i
         if (row < 0) break;
@@ -479,9 +499,14 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
         return;
       }
     }
-    Kokkos::parallel_for("tessera::pool2d_forward",
-                         Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * out_h * out_w),
-                         FlatForward<K, In, Out, Codes, Norms>{x, y, work, g, rule, channels, out_h, out_w});
+    using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>;
+    using Functor = FlatForward<K, T>;
+    static_assert(launches_by_value<Functor, Policy>, "pool2d forward: kernel arguments over CUDA's by-value limit");
+    Work<Cells<Code>, Cells<T>> cells;
+    if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);
+    if constexpr (K == PoolKind::l2) cells.norms = cells_of(work.norms);
+    Kokkos::parallel_for("tessera::pool2d_forward", Policy(0, batch * channels * out_h * out_w),
+                         Functor{cells_of(x), cells_of(y), cells, g, rule, channels, out_h, out_w});
   });
 }
 
@@ -529,9 +554,16 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
         return;
       }
     }
-    Kokkos::parallel_for("tessera::pool2d_backward",
-                         Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * in_h * in_w),
-                         FlatBackward<K, In, Grad, Out, Codes, Norms>{x, dy, dx, work, g, rule, channels, in_h, in_w});
+    using T = typename Out::non_const_value_type;
+    using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>;
+    using Functor = FlatBackward<K, T>;
+    static_assert(launches_by_value<Functor, Policy>, "pool2d backward: kernel arguments over CUDA's by-value limit");
+    Work<Cells<const Code>, Cells<const T>> cells;
+    if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);
+    if constexpr (K == PoolKind::l2) cells.norms = cells_of(work.norms);
+    Kokkos::parallel_for("tessera::pool2d_backward", Policy(0, batch * channels * in_h * in_w),
+                         Functor{cells_of(x), cells_of(dy), cells_of(dx), cells, g, rule, channels, in_h, in_w,
+                                 Int(dy.extent(2)), Int(dy.extent(3))});
   });
 }
 

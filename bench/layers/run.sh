@@ -17,7 +17,9 @@
 #    are labelled oversubscribed.
 #
 # Environment: THREADS (default: nproc), WARMUP (2), REPEATS (10), RANKS ("2 4"),
-# OUT (default bench/results/layers-cpu-<date>.md), MPIEXEC (mpiexec).
+# OUT (default bench/results/layers-<cpu|gpu>-<date>.md), MPIEXEC (mpiexec), DEVICE (cpu;
+# cuda: BUILD_DIR is a CUDA build and PYTHON's torch runs on the GPU, as
+# scripts/gpu-check.sh calls it).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,7 +37,13 @@ repeats="${REPEATS:-10}"
 ranks_list="${RANKS:-2 4}"
 mpiexec="${MPIEXEC:-mpiexec}"
 date="$(date +%F)"
-out="${OUT:-$TESSERA_ROOT/bench/results/layers-cpu-$date.md}"
+device="${DEVICE:-cpu}"
+case "$device" in
+  cpu) kind=cpu ;;
+  cuda) kind=gpu ;;
+  *) die "DEVICE must be cpu or cuda, got '$device'" ;;
+esac
+out="${OUT:-$TESSERA_ROOT/bench/results/layers-$kind-$date.md}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -54,7 +62,7 @@ for ((i = 1; i <= cases; ++i)); do
   OMP_NUM_THREADS="$threads" "$bench_layers" --format tsv --case "$i" --warmup "$warmup" --repeats "$repeats" \
     >"$work/case.tsv" || true  # a spec error is a row of the table, not the end of the run
   append "$work/tessera.tsv" "$work/case.tsv"
-  OMP_NUM_THREADS="$threads" "$python" "$here/torch_layers.py" --format tsv --case "$i" --threads "$threads" \
+  OMP_NUM_THREADS="$threads" "$python" "$here/torch_layers.py" --format tsv --case "$i" --threads "$threads" --device "$device" \
     --warmup "$warmup" --repeats "$repeats" >"$work/case.tsv"
   append "$work/torch.tsv" "$work/case.tsv"
   printf '.' >&2
@@ -88,11 +96,12 @@ torch_about="$(sed -n 's/^# //p' "$work/torch.tsv" | head -1)"
 
 mkdir -p "$(dirname "$out")"
 {
-  echo "# bench_layers and bench_overlap on the CPU build — $date"
+  echo "# bench_layers and bench_overlap on the $([[ $device == cuda ]] && echo CUDA || echo CPU) build — $date"
   echo
   echo "Written by \`bench/layers/run.sh\` (how to read it: bench/README.md)."
   echo
   echo "Machine: $model, $sockets socket(s) x $per_socket core(s) x $smt thread(s) per core ($cores logical CPUs), ${memory} GiB."
+  if [[ $device == cuda ]]; then echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)."; fi
   echo "Load average (1/5/15 min) at the start: $load_start; at the end: $load_end."
   echo
   echo "- Tessera: $tessera_about"

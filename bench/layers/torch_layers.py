@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""PyTorch (CPU) side of bench_layers: times forward + backward of the same cases.
+"""PyTorch side of bench_layers: times forward + backward of the same cases.
 
     torch_layers.py [--cases FILE] [--threads N] [--warmup N] [--repeats N]
-                    [--format table|tsv] [--case I[,J...]]
+                    [--format table|tsv] [--case I[,J...]] [--device cpu|cuda]
+
+--device cuda (beside the CUDA build) runs on the GPU through cuDNN with TF32 off, as
+Tessera's CUDNN_FMA_MATH; each time waits for the GPU (torch.cuda.synchronize).
 
 Reads the case list bench_layers reads (bench/layers/cases.txt: "<NxCxHxW> <spec>" a line)
 and maps each Tessera spec entry to the torch.nn module computing the same thing:
@@ -213,21 +216,26 @@ def build(torch, spec, shape):
     return torch.nn.Sequential(*modules), tuple(probe.shape)
 
 
-def time_case(torch, spec, shape, warmup, repeats):
+def time_case(torch, spec, shape, warmup, repeats, device="cpu"):
     model, out_shape = build(torch, spec, shape)
     model.train()
+    model.to(device)
     generator = torch.Generator().manual_seed(11)
-    x = (torch.rand(shape, generator=generator) * 2 - 1).requires_grad_()
-    dy = torch.rand(out_shape, generator=generator) * 2 - 1
+    x = (torch.rand(shape, generator=generator) * 2 - 1).to(device).requires_grad_()
+    dy = (torch.rand(out_shape, generator=generator) * 2 - 1).to(device)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     forward, backward, total, cpu = [], [], [], []
     for i in range(warmup + repeats):
         model.zero_grad(set_to_none=True)
         x.grad = None
+        sync()
         c0 = time.process_time()
         t0 = time.perf_counter()
         y = model(x)
+        sync()
         t1 = time.perf_counter()
         y.backward(dy)
+        sync()
         t2 = time.perf_counter()
         c = time.process_time() - c0
         del y
@@ -249,12 +257,18 @@ def main():
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--format", choices=("table", "tsv"), default="table")
     ap.add_argument("--case", default="", help="comma-separated case numbers to run (default: all)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     a = ap.parse_args()
     if a.repeats < 1 or a.warmup < 0:
         ap.error("--repeats must be >= 1 and --warmup >= 0")
 
     import torch  # after argument errors, which should not wait for the import
 
+    if a.device == "cuda":
+        if not torch.cuda.is_available():
+            ap.error("--device cuda: this torch sees no GPU")
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -263,6 +277,8 @@ def main():
     tsv = a.format == "tsv"
     about = (f"torch {torch.__version__} threads={torch.get_num_threads()} "
              f"mkldnn={torch.backends.mkldnn.is_available()} python={sys.version.split()[0]}")
+    if a.device == "cuda":
+        about += f" device={torch.cuda.get_device_name()} cudnn={torch.backends.cudnn.version()} tf32=off"
     if tsv:
         print(f"# {about}\n# {a.warmup} warm-up + {a.repeats} timed repeats")
         print("case\tinput\tspec\tstatus\tforward_ms\tbackward_ms\ttotal_ms\tcpu_ms\tnote")
@@ -275,7 +291,7 @@ def main():
             continue
         shape_text = "x".join(map(str, shape))
         try:
-            f, b, t, c, note = time_case(torch, spec, shape, a.warmup, a.repeats)
+            f, b, t, c, note = time_case(torch, spec, shape, a.warmup, a.repeats, a.device)
             status = "ok"
         except Skip as e:
             f = b = t = c = 0.0

@@ -3,12 +3,15 @@
 // parsing, and configuration errors.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "tests/layers/support/layer_step.hpp"
 #include "tests/layers/support/non_finite.hpp"
+#include "layers/pointwise_library.hpp"
 #include "pool_reference.hpp"
 #include "pool_test_support.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
@@ -238,6 +241,31 @@ TEST(PoolOptions, BadConfigurationsAreClearErrors) {
 
 // The window rule: rows [o0*s - pad_top, (o1-1)*s - pad_top + (k-1)*d + 1); only the
 // output's channels.
+// Which poolings and activations CUDA builds hand to cuDNN: only where cuDNN's valid
+// pooling computes Tessera's (no padding: max would pool the zero fill, average divide by
+// the wrong count at the border; no dilation; no L2 mode) and where a mode exists.
+TEST(PoolLibrary, OnlyUnpaddedDenseMaxAndAverageGoToTheLibrary) {
+  const auto library = [](PoolKind kind, const char* options) {
+    return library_pooling(Pool2dOptions::parse(kind, options));
+  };
+  const auto max = library(PoolKind::max, "k=3,stride=2");
+  ASSERT_TRUE(max.has_value());
+  EXPECT_TRUE(max->max);
+  EXPECT_EQ((std::array<std::int64_t, 4>{max->kh, max->kw, max->sh, max->sw}),
+            (std::array<std::int64_t, 4>{3, 3, 2, 2}));
+  const auto avg = library(PoolKind::average, "k=2");
+  ASSERT_TRUE(avg.has_value());
+  EXPECT_FALSE(avg->max);
+  EXPECT_FALSE(library(PoolKind::max, "k=3,pad=1"));
+  EXPECT_FALSE(library(PoolKind::average, "k=3,pad=1,count_include_pad=false"));
+  EXPECT_FALSE(library(PoolKind::max, "k=2,dilation=2"));
+  EXPECT_FALSE(library(PoolKind::l2, "k=2"));
+  EXPECT_EQ(library_activation("relu"), LibraryActivation::relu);
+  EXPECT_EQ(library_activation("tanh"), LibraryActivation::tanh);
+  EXPECT_EQ(library_activation("sigmoid"), LibraryActivation::sigmoid);
+  EXPECT_FALSE(library_activation("leakyrelu"));  // no cuDNN mode
+}
+
 TEST(PoolWindow, WindowFollowsTheRule) {
   const Pool2d<float> pool(Pool2dOptions::parse(PoolKind::max, "kh=3,kw=2,sh=2,sw=3,pad_top=1,pad_left=1"));
   const Box out{{1, 1, 2, 1}, {2, 2, 4, 3}};
