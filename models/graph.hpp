@@ -151,11 +151,13 @@ class Graph {
   void lay_out();  // partitions, halos_ (unions over readers), the scratch plan
   void allocate();
   void place();
+  const ProcessGrid& layout_grid(const GridDims& dims, const ProcessGrid& from);
 
   std::vector<Node> nodes_;
   std::vector<Shape4> shapes_;                            // [a]: activation a
   std::vector<const ProcessGrid*> grids_;                 // [a]: grid of activation a
   std::vector<std::unique_ptr<ProcessGrid>> head_grids_;  // owned by the model
+  std::vector<std::unique_ptr<ProcessGrid>> layout_grids_;  // regrid targets, owned by the model
   std::vector<HaloWidths> halos_;                         // [a]: of activation a (and its gradient)
   std::vector<layers::Tensor<T>> activations_, gradients_;
   std::vector<ScratchPlan> scratch_plan_;
