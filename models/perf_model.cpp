@@ -581,6 +581,7 @@ StepPrediction PerfModel::predict(const GridDims& grid) const {
       LayerPrediction lp;
       lp.text = f.entry.text;
       lp.grid = in_dist.grid();
+      lp.on_head = in_dist.grid() != placements_[in_a].layout.value_or(grid);
       lp.compute_s = work.forward_s + work.backward_s;
       // The layer's own collectives run inside forward and backward: compute, as measured.
       if (f.stats_group) {

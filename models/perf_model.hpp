@@ -117,6 +117,7 @@ HaloTraffic regrid_traffic(const Distribution& from, const Distribution& to, int
 struct LayerPrediction {
   std::string text;            // the spec entry
   GridDims grid{};             // the grid the layer runs on (its input's)
+  bool on_head = false;        // that grid is the head grid of the layout before
   double compute_s = 0;        // forward + backward kernels, pack/unpack, own collectives
   double halo_s = 0;           // exposed transfer, forward + backward
   std::int64_t halo_bytes = 0; // sent by the predicted rank, forward + backward

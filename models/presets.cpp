@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "distarray/process_grid.hpp"
 #include "layers/spec_options.hpp"
 
 namespace tessera::models {
@@ -73,6 +74,8 @@ const std::vector<Preset>& presets() {
          if (auto depth = options.take_int("depth")) o.depth = *depth;
          if (auto width = options.take_int("width")) o.width = *width;
          if (auto classes = options.take_int("classes")) o.classes = *classes;
+         if (auto late = options.take_string("late")) o.late = format_grid(parse_grid(*late));
+         if (auto from = options.take_int("from")) o.from = *from;
          return resnet_spec(o);
        }},
       {"unet",
@@ -189,6 +192,7 @@ std::string resnet_spec(const ResNetOptions& o) {
   require(o.depth == 18 || o.depth == 34, "resnet", "depth must be 18 or 34, got " + str(o.depth));
   require(o.width >= 1, "resnet", "width must be >= 1, got " + str(o.width));
   require(o.classes >= 1, "resnet", "classes must be >= 1, got " + str(o.classes));
+  require(o.from >= 1 && o.from <= 4, "resnet", "from must be a stage 1 to 4, got " + str(o.from));
   const std::string bn = kBatchNorm;
   const std::string conv3 = "conv(out=$c,k=3,pad=1,bias=false)";
   // basic: two 3x3 convs, the block's input added back. down: the same at stride 2, the
@@ -203,6 +207,7 @@ std::string resnet_spec(const ResNetOptions& o) {
   const std::int64_t* blocks = o.depth == 18 ? blocks18 : blocks34;
   for (int stage = 0; stage < 4; ++stage) {
     const std::string c = str(o.width << stage);
+    if (!o.late.empty() && stage + 1 == o.from) spec += ", regrid(grid=" + o.late + ")";
     std::int64_t basic = blocks[stage];
     if (stage > 0) {
       spec += ", down(c=" + c + ")";
