@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "distarray/mpi_progress.hpp"
 #include "tessera_config.hpp"
 #if TESSERA_ENABLE_CUDA
 #include <cuda_runtime.h>
@@ -82,7 +83,9 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    // MULTIPLE lets the progress thread (distarray/mpi_progress.hpp) move messages while
+    // the rank computes; with less, messages move inside wait() only.
+    check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     owns_mpi_ = true;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &config_.world_rank);
@@ -119,6 +122,7 @@ Runtime::~Runtime() {
   // Every Kokkos View must be gone before Kokkos::finalize, and Kokkos (which may hold
   // MPI-registered memory) must go before MPI.
   Kokkos::finalize();
+  MpiProgress::shutdown();
   g_active = false;
   if (owns_mpi_) {
     int finalized = 0;
@@ -143,7 +147,8 @@ std::string Runtime::describe() const {
       << " device=" << (config_.device >= 0 ? std::to_string(config_.device) : std::string("host"))
       << " kokkos=" << KOKKOS_VERSION / 10000 << "." << KOKKOS_VERSION / 100 % 100 << "."
       << KOKKOS_VERSION % 100 << " (" << Kokkos::DefaultExecutionSpace::name() << ")"
-      << " mpi=\"" << mpi << "\"";
+      << " mpi=\"" << mpi << "\""
+      << " mpi-progress=" << (MpiProgress::enabled() ? "thread" : "off (MPI below MPI_THREAD_MULTIPLE, or TESSERA_MPI_PROGRESS=off)");
   return out.str();
 }
 

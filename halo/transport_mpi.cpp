@@ -29,26 +29,28 @@ Mpi::Mpi(MPI_Comm comm, int tag) : comm_(comm), tag_(tag) {
 Mpi::~Mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!pending_.empty() && !finalized) MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE);
+  if (pending_.empty() || finalized) return;
+  try {
+    pending_.wait();
+  } catch (...) {  // a destructor reports nothing; MPI's own handler has already spoken
+  }
 }
 
 void Mpi::post_receives(std::byte* buffer, std::span<const Envelope> messages) {
   for (const Envelope& m : messages) {
-    pending_.emplace_back();
-    check(MPI_Irecv(buffer + m.offset, mpi_count(m), MPI_BYTE, m.peer, tag_, comm_, &pending_.back()), "MPI_Irecv");
+    check(MPI_Irecv(buffer + m.offset, mpi_count(m), MPI_BYTE, m.peer, tag_, comm_, pending_.add()), "MPI_Irecv");
   }
 }
 
 void Mpi::post_sends(const std::byte* buffer, std::span<const Envelope> messages) {
   for (const Envelope& m : messages) {
-    pending_.emplace_back();
-    check(MPI_Isend(buffer + m.offset, mpi_count(m), MPI_BYTE, m.peer, tag_, comm_, &pending_.back()), "MPI_Isend");
+    check(MPI_Isend(buffer + m.offset, mpi_count(m), MPI_BYTE, m.peer, tag_, comm_, pending_.add()), "MPI_Isend");
   }
+  pending_.watch();
 }
 
 void Mpi::wait() {
-  check(MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-  pending_.clear();
+  pending_.wait();
 }
 
 }  // namespace tessera::halo

@@ -1,11 +1,11 @@
 #pragma once
 // Mpi: point-to-point MPI on host buffers — nonblocking receives posted before packing,
-// nonblocking sends after, one MPI_Waitall in finish.
+// nonblocking sends after, handed to the progress thread (distarray/mpi_progress.hpp) so
+// they move while the interior computes; finish waits for whatever is left.
 
 #include <mpi.h>
 
-#include <vector>
-
+#include "distarray/mpi_progress.hpp"
 #include "halo/transport.hpp"
 
 namespace tessera::halo {
@@ -29,7 +29,7 @@ class Mpi final : public Transport {
  private:
   MPI_Comm comm_;
   int tag_;
-  std::vector<MPI_Request> pending_;
+  WatchedRequests pending_;
 };
 
 }  // namespace tessera::halo

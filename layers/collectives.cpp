@@ -1,9 +1,11 @@
 #include "layers/collectives.hpp"
 
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
+#include "distarray/mpi_progress.hpp"
 #include "tessera_config.hpp"
 #if TESSERA_ENABLE_CUDA
 #include "layers/collectives_nccl.hpp"
@@ -33,7 +35,8 @@ bool on_host(Memory where) { return where == Memory::host || !kSeparateDevice; }
 struct Collectives::Slot {
   enum class Path { free, mpi, staged, nccl };
   Path path = Path::free;
-  MPI_Request request = MPI_REQUEST_NULL;
+  // Behind a pointer: the progress thread holds its address while slots_ may grow.
+  std::unique_ptr<WatchedRequests> request = std::make_unique<WatchedRequests>();
   char* device = nullptr;  // staged: where the sum goes back
   std::size_t bytes = 0;
   Kokkos::View<char*, StagingSpace> staging;  // staged: grown, never shrunk
@@ -97,7 +100,8 @@ Collectives::Pending Collectives::start(void* data, std::size_t count, Element t
   Slot& slot = slots_[index];
   const MPI_Comm comm = group_comm(*grid_, group);
   if (on_host(where)) {
-    MPI_Iallreduce(MPI_IN_PLACE, data, n, datatype(f64), MPI_SUM, comm, &slot.request);
+    MPI_Iallreduce(MPI_IN_PLACE, data, n, datatype(f64), MPI_SUM, comm, slot.request->add());
+    slot.request->watch();  // reduced while backward computes, not only in wait()
     slot.path = Slot::Path::mpi;
     return Pending{index};
   }
@@ -115,7 +119,8 @@ Collectives::Pending Collectives::start(void* data, std::size_t count, Element t
     slot.staging = Kokkos::View<char*, StagingSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::collectives"),
                                                      slot.bytes);
   Kokkos::deep_copy(Bytes<StagingSpace>(slot.staging.data(), slot.bytes), Bytes<DeviceSpace>(slot.device, slot.bytes));
-  MPI_Iallreduce(MPI_IN_PLACE, slot.staging.data(), n, datatype(f64), MPI_SUM, comm, &slot.request);
+  MPI_Iallreduce(MPI_IN_PLACE, slot.staging.data(), n, datatype(f64), MPI_SUM, comm, slot.request->add());
+  slot.request->watch();
   slot.path = Slot::Path::staged;
   return Pending{index};
 }
@@ -134,9 +139,9 @@ void Collectives::finish(Slot& slot) {
   slot.path = Slot::Path::free;
   switch (path) {
     case Slot::Path::free: return;
-    case Slot::Path::mpi: MPI_Wait(&slot.request, MPI_STATUS_IGNORE); return;
+    case Slot::Path::mpi: slot.request->wait(); return;
     case Slot::Path::staged:
-      MPI_Wait(&slot.request, MPI_STATUS_IGNORE);
+      slot.request->wait();
       Kokkos::deep_copy(Bytes<DeviceSpace>(slot.device, slot.bytes), Bytes<StagingSpace>(slot.staging.data(), slot.bytes));
       return;
     case Slot::Path::nccl:

@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "distarray/mpi_progress.hpp"
 #include "layers/batch_norm_options.hpp"
 #include "layers/windowed.hpp"
 #include "models/presets.hpp"
@@ -48,7 +49,7 @@ Machine Machine::cpu_core() {
   m.inter_node = {5e-6, 12.5e9};  // 100 Gb/s Ethernet/InfiniBand
   m.pack_bandwidth = 10e9;       // bench_halo: row halos 10-17 GB/s
   m.pack_run_s = 10e-9;          // bench_halo: column halos ~0.3 GB/s at 4-byte runs
-  m.overlap = 0;                 // MPICH has no progress thread: large messages move inside the wait
+  m.overlap = 1;                 // the progress thread moves messages during interior work (for_this_build)
   m.staging_bandwidth = 0;       // gradients already live on the host
   return m;
 }
@@ -81,6 +82,9 @@ Machine Machine::for_this_build(int ranks_per_node) {
   m.ranks_per_node = std::max(1, ranks_per_node);
   m.devices_per_node = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   m.devices_per_rank = m.devices_per_node;  // a lone rank gets every core's thread
+  // Without the progress thread (MPI below MPI_THREAD_MULTIPLE, or TESSERA_MPI_PROGRESS=off)
+  // a message moves only inside finish(): the whole transfer, and a late neighbour, is exposed.
+  if (!MpiProgress::enabled()) m.overlap = 0;
 #endif
   return m;
 }
