@@ -52,12 +52,6 @@ class Regrid final : public Layer<T> {
   void forward(const Tensor<T>& x, const Tensor<T>& y) override { plan(x, y).forward(x, y); }
   void backward(const Tensor<T>& dy, const Tensor<T>& dx) override { plan(dx, dy).reverse(dy, dx); }
 
-  // Elements this rank sends in forward (and receives in backward), for the performance
-  // model's checks; empty before the first call.
-  std::optional<std::int64_t> sent_elements() const {
-    return plan_ ? std::optional(plan_->send_elements()) : std::nullopt;
-  }
-
  private:
   Redistribution<T>& plan(const Tensor<T>& x, const Tensor<T>& y) {
     if (y.grid().dims() != grid_)

@@ -146,7 +146,9 @@ TEST(PerfModelHalo, GraphStepBytesAreTheRealModelsExchangesAndRegrids) {
       MPI_Allreduce(MPI_IN_PLACE, want, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
       EXPECT_EQ(p.halo_bytes, want[0]);
       EXPECT_EQ(p.regrid_bytes, want[1]);
-      if (ranks > 1 && other != dims) EXPECT_GT(p.regrid_bytes, 0);
+      if (ranks > 1 && other != dims) {
+        EXPECT_GT(p.regrid_bytes, 0);
+      }
     }
 }
 
