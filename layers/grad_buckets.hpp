@@ -8,7 +8,7 @@
 // once, and finish() starts the partial ones, waits, and unpacks.
 //
 // The same rule as reduce_gradients (gradient_group.hpp): each group — the whole grid, the
-// sample group — has its own buckets. Every rank calls ready() with the same parameters in
+// sample group, a group of another layout's grid (GradientGroups) — has its own buckets. Every rank calls ready() with the same parameters in
 // the same order (the backward order is the model's), which keeps the collectives matched.
 //
 // MPI progresses a non-blocking collective inside other MPI calls, so the reduction moves
@@ -36,21 +36,19 @@ class GradientBuckets {
   static constexpr std::size_t kDefaultBucketBytes = std::size_t{4} << 20;
 
   explicit GradientBuckets(const ProcessGrid& grid, std::size_t bucket_bytes = kDefaultBucketBytes)
-      : grid_(&grid), bucket_elements_(std::max<std::size_t>(1, bucket_bytes / sizeof(T))), collectives_(grid) {
-    whole_.group = SumGroup::all;
-    whole_.reduce = group_size(grid, SumGroup::all) > 1;
-    samples_.group = SumGroup::samples;
-    samples_.reduce = group_size(grid, SumGroup::samples) > 1;
-  }
+      : bucket_elements_(std::max<std::size_t>(1, bucket_bytes / sizeof(T))), groups_(grid) {}
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
-  // An exception between ready() and finish() leaves sums in flight: collectives_, destroyed
-  // first (declared last), waits for them while the buckets' buffers are still alive.
+  // An exception between ready() and finish() leaves sums in flight: groups_' collectives,
+  // destroyed first (declared last), wait for them while the buckets' buffers are still alive.
 
   // p's gradient is final on this rank: reduce it with its group.
   void ready(Parameter<T>* p) {
-    Stream& s = gradient_group(*p, *grid_) == SumGroup::all ? whole_ : samples_;
-    if (!s.reduce) return;
+    const std::size_t g = groups_.index_of(*p);
+    if (!groups_.reduces(g)) return;
+    if (g >= streams_.size()) streams_.resize(groups_.size());
+    Stream& s = streams_[g];
+    s.group = g;
     s.pending.push_back(p);
     s.pending_elements += p->grad.extent(0);
     if (s.pending_elements >= bucket_elements_) launch(s);
@@ -60,16 +58,16 @@ class GradientBuckets {
   // gradients. Returns the seconds spent waiting here: the reduction time backward did not
   // hide. Afterwards the object is ready for the next step's ready() calls.
   double finish() {
-    for (Stream* s : {&whole_, &samples_})
-      if (!s->pending.empty()) launch(*s);
+    for (Stream& s : streams_)
+      if (!s.pending.empty()) launch(s);
     const double start = MPI_Wtime();
-    for (Stream* s : {&whole_, &samples_}) {
-      for (std::size_t i = 0; i < s->launched; ++i) {
-        Bucket& b = s->buckets[i];
-        collectives_.wait(b.pending);
+    for (Stream& s : streams_) {
+      for (std::size_t i = 0; i < s.launched; ++i) {
+        Bucket& b = s.buckets[i];
+        groups_.collectives(s.group).wait(b.pending);
         b.fused.unpack();
       }
-      s->launched = 0;
+      s.launched = 0;
     }
     return MPI_Wtime() - start;
   }
@@ -83,8 +81,7 @@ class GradientBuckets {
   // parameters every step (every step calls ready() in the model's backward order), so its
   // buffer is allocated once (fused_bucket.hpp), as are the seam's slots.
   struct Stream {
-    SumGroup group = SumGroup::all;
-    bool reduce = false;
+    std::size_t group = 0;  // GradientGroups index
     std::vector<Parameter<T>*> pending;
     std::size_t pending_elements = 0;
     std::vector<Bucket> buckets;
@@ -94,16 +91,15 @@ class GradientBuckets {
   void launch(Stream& s) {
     if (s.launched == s.buckets.size()) s.buckets.emplace_back();
     Bucket& b = s.buckets[s.launched];
-    b.pending = b.fused.start_allreduce(s.pending, collectives_, s.group);
+    b.pending = b.fused.start_allreduce(s.pending, groups_.collectives(s.group), groups_.group(s.group));
     ++s.launched;
     s.pending.clear();
     s.pending_elements = 0;
   }
 
-  const ProcessGrid* grid_;
   std::size_t bucket_elements_;
-  Stream whole_, samples_;
-  Collectives collectives_;  // last: destroyed first (see above)
+  std::vector<Stream> streams_;  // [GradientGroups index]
+  GradientGroups groups_;        // last: its collectives are destroyed first (see above)
 };
 
 }  // namespace tessera::layers

@@ -11,7 +11,6 @@
 // the same reduction overlapped with backward, as the trainer does by default; this form
 // follows backward.
 
-#include <array>
 #include <vector>
 
 #include "distarray/process_grid.hpp"
@@ -27,26 +26,24 @@ namespace tessera::layers {
 template <class T>
 class GradientReduction {
  public:
-  explicit GradientReduction(const ProcessGrid& grid) : grid_(&grid), collectives_(grid) {}
+  explicit GradientReduction(const ProcessGrid& grid) : groups_(grid) {}
 
   void reduce(const std::vector<Parameter<T>*>& params) {
-    for (Group& g : groups_) g.params.clear();
-    for (Parameter<T>* p : params) group_of(gradient_group(*p, *grid_)).params.push_back(p);
-    for (Group& g : groups_)
-      if (group_size(*grid_, g.group) > 1) g.bucket.allreduce(g.params, collectives_, g.group);
+    for (auto& list : params_) list.clear();
+    for (Parameter<T>* p : params) {
+      const std::size_t g = groups_.index_of(*p);
+      if (g >= params_.size()) params_.resize(groups_.size()), buckets_.resize(groups_.size());
+      params_[g].push_back(p);
+    }
+    for (std::size_t g = 0; g < params_.size(); ++g)
+      if (groups_.reduces(g) && !params_[g].empty())
+        buckets_[g].allreduce(params_[g], groups_.collectives(g), groups_.group(g));
   }
 
  private:
-  struct Group {
-    SumGroup group;
-    std::vector<Parameter<T>*> params;
-    FusedBucket<T> bucket;
-  };
-  Group& group_of(SumGroup group) { return group == SumGroup::all ? groups_[0] : groups_[1]; }
-
-  const ProcessGrid* grid_;
-  std::array<Group, 2> groups_{Group{SumGroup::all, {}, {}}, Group{SumGroup::samples, {}, {}}};
-  Collectives collectives_;
+  GradientGroups groups_;
+  std::vector<std::vector<Parameter<T>*>> params_;  // [group]: this call's parameters
+  std::vector<FusedBucket<T>> buckets_;             // [group]
 };
 
 // The same once (buckets allocated for this call alone).

@@ -7,11 +7,12 @@
 // on it with no padding of its own. A layer never calls MPI itself.
 //
 // Shapes are global NCHW shapes; boxes are in global coordinates. The output of a layer is
-// distributed on the same process grid as its input, with the balanced partition of the
-// output shape.
+// distributed on the same process grid as its input (unless output_grid() names another),
+// with the balanced partition of the output shape.
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -78,6 +79,12 @@ class Layer {
   // the rows and columns of the box matter: ranks of one sample group hold the same slice.
   // The default does nothing: layers with replicated or no parameters ignore it.
   virtual void place(const Box& /*owned_output*/) {}
+
+  // The process grid the output lives on when it is not the input's: a layer that moves
+  // its input to another layout of the same ranks (regrid, layers/regrid.hpp) names the
+  // grid's dims, and the model builds that grid and distributes the output, and every
+  // layer after it, there. Nothing for every other layer.
+  virtual std::optional<GridDims> output_grid() const { return std::nullopt; }
 
   // ---- Several inputs (models/graph.hpp) ------------------------------------------------
   // A graph node calls a layer only through these. Their defaults are the single-input

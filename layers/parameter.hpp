@@ -17,6 +17,10 @@
 #include <utility>
 #include <vector>
 
+namespace tessera {
+class ProcessGrid;
+}
+
 namespace tessera::layers {
 
 enum class Sharing {
@@ -56,6 +60,10 @@ struct Parameter {
   // gradient of its samples, so reduce_gradients sums it over the sample group only (over
   // all ranks it would count it ph*pw times). Set by the layer's forward.
   bool head_replica = false;
+  // The grid of the layer that owns it, when the model runs layers on more than one layout
+  // (regrid, layers/regrid.hpp): its gradient is summed over that grid's groups
+  // (gradient_group.hpp). Null: the grid the reduction is given. Set by the model.
+  const ProcessGrid* grid = nullptr;
   View value;                         // this rank's elements, row-major over `extent`
   View grad;                          // same layout; backward() adds into it
 

@@ -54,7 +54,9 @@ AutoGrid choose_auto_grid(const std::string& model, const std::string& data, std
     line << "grid auto: " << format_grid(best.grid) << ", the fastest of " << ranking.size()
          << " valid grids by the performance model (" << perf.machine().name << "): predicted "
          << seconds(best.total_s()) << " a step (compute " << seconds(best.compute_s) << ", halo "
-         << seconds(best.halo_s) << ", allreduce " << seconds(best.allreduce_s) << ")";
+         << seconds(best.halo_s) << ", allreduce " << seconds(best.allreduce_s);
+    if (best.regrid_s > 0) line << ", regrid " << seconds(best.regrid_s);
+    line << ")";
     if (ranking.size() > 1)
       line << "; next " << format_grid(ranking[1].grid) << " at " << seconds(ranking[1].total_s());
     choice.reason = line.str();

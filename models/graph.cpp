@@ -255,7 +255,9 @@ void Graph<T>::build(const LayerRegistry& registry, std::uint64_t seed) {
                                     ", not " + std::to_string(in_shapes.size()));
       }
       shapes_.push_back(layer->output_shape_multi(in_shapes));
-      if (recipe.placement == OutputPlacement::head_grid && spatially_split(grid)) {
+      if (const std::optional<GridDims> layout = layer->output_grid()) {
+        grids_.push_back(&layout_grid(*layout, grid));
+      } else if (recipe.placement == OutputPlacement::head_grid && spatially_split(grid)) {
         head_grids_.push_back(layers::make_head_grid(grid));
         grids_.push_back(head_grids_.back().get());
       } else {
@@ -267,6 +269,27 @@ void Graph<T>::build(const LayerRegistry& registry, std::uint64_t seed) {
       throw std::invalid_argument(where(i) + ": " + e.what());
     }
   }
+}
+
+// The grid of dims `dims` over the model's ranks, for a layer that moves its output there
+// (Layer::output_grid: regrid). One grid per layout, the model's own included, so that
+// activations brought back to a layout share its grid (and can meet in add or concat).
+template <class T>
+const ProcessGrid& Graph<T>::layout_grid(const GridDims& dims, const ProcessGrid& from) {
+  const ProcessGrid& model = *grids_[0];
+  if (from.size() != model.size())
+    throw std::invalid_argument("its input lies on a head grid of " + std::to_string(from.size()) +
+                                " ranks; a layout change needs an input spread over all " + std::to_string(model.size()) +
+                                " ranks (regrid before the head)");
+  const int product = dims[0] * dims[1] * dims[2];
+  if (product != model.size())
+    throw std::invalid_argument("grid " + format_grid(dims) + " has " + std::to_string(product) +
+                                " ranks but the model runs on " + std::to_string(model.size()));
+  if (model.dims() == dims) return model;
+  for (const auto& g : layout_grids_)
+    if (g->dims() == dims) return *g;
+  layout_grids_.push_back(std::make_unique<ProcessGrid>(model.comm(), dims));
+  return *layout_grids_.back();
 }
 
 template <class T>
@@ -417,7 +440,11 @@ void Graph<T>::place() {
     try {
       const ProcessGrid& out = *grids_[i + 1];
       nodes_[i].layer->place(Distribution(shapes_[i + 1], out.dims()).owned_box(out.rank()));
-      const bool head_replica = grids_[nodes_[i].inputs[0]] != grids_[0] && spatially_split(*grids_[0]);
+      const ProcessGrid* in = grids_[nodes_[i].inputs[0]];
+      // Gradients are summed over the groups of the grid the layer runs on (its input's).
+      for (layers::Parameter<T>* p : nodes_[i].layer->params()) p->grid = in;
+      // Head grids exist only for spatially split grids: a parameter there is replicated.
+      const bool head_replica = std::any_of(head_grids_.begin(), head_grids_.end(), [&](const auto& g) { return g.get() == in; });
       if (head_replica && !nodes_[i].layer->params().empty() &&
           nodes_[i].recipe->placement != OutputPlacement::head_grid)
         throw std::invalid_argument(

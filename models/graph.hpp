@@ -174,12 +174,14 @@ class Graph {
   void plan_sharing();  // which buffer holds each activation, gradient and scratch sum
   void allocate();
   void place();
+  const ProcessGrid& layout_grid(const GridDims& dims, const ProcessGrid& from);
 
   Passes passes_;
   std::vector<Node> nodes_;
   std::vector<Shape4> shapes_;                            // [a]: activation a
   std::vector<const ProcessGrid*> grids_;                 // [a]: grid of activation a
   std::vector<std::unique_ptr<ProcessGrid>> head_grids_;  // owned by the model
+  std::vector<std::unique_ptr<ProcessGrid>> layout_grids_;  // regrid targets, owned by the model
   std::vector<HaloWidths> halos_;                         // [a]: of activation a (and its gradient)
   std::vector<BufferPlan> activation_plan_, gradient_plan_;  // [buffer]
   std::vector<std::size_t> activation_of_, gradient_of_;     // [a]: its buffer

@@ -14,6 +14,7 @@
 #include "layers/locally_connected.hpp"
 #include "layers/merge.hpp"
 #include "layers/pool2d.hpp"
+#include "layers/regrid.hpp"
 #include "layers/spec_options.hpp"
 #include "layers/upsample.hpp"
 
@@ -99,6 +100,13 @@ void add_builtins(LayerRegistry& r) {
           expect_no_options("concat", o);
           return std::make_unique<layers::Concat<float>>();
         }));
+  // A layout per stage: the output on another grid of the same ranks (Layer::output_grid),
+  // read from the owned cells (its window is not on the input's grid).
+  LayerRecipe regrid = spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+    return std::make_unique<layers::Regrid<float>>(layers::parse_regrid_options(o));
+  });
+  regrid.input_halo = InputHalo::none;
+  r.add("regrid", std::move(regrid));
   r.add("upsample", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
           return std::make_unique<layers::Upsample<float>>(layers::UpsampleOptions::parse(o));
         }));

@@ -11,6 +11,7 @@
 #include "layers/batch_norm_options.hpp"
 #include "layers/windowed.hpp"
 #include "models/presets.hpp"
+#include "models/sequential.hpp"
 #include "models/spec_parser.hpp"
 
 namespace tessera::models {
@@ -211,9 +212,11 @@ HaloTraffic fill_traffic(const layers::Layer<float>& layer, const Distribution& 
 
 struct PerfModel::Facts {
   SpecEntry entry;
+  std::vector<std::size_t> inputs;  // activation indices
   const LayerRecipe* recipe = nullptr;
   std::unique_ptr<layers::Layer<float>> layer;
-  bool input_on_head = false;   // after a head layer: its input lives on the head grid
+  bool input_on_head = false;   // its input lives on a head grid (when its layout is split)
+  bool regrid = false;          // moves its input to another layout
   double forward_flops = 0;     // the whole global batch
   int param_tensors = 0;
   bool has_weights = false;
@@ -225,18 +228,65 @@ struct PerfModel::Facts {
   bool head_partial_sum = false;
 };
 
+namespace {
+
+// The nodes of `graph` in the order Graph runs them (Kahn's algorithm, the earliest
+// declared ready node first), each with its inputs as activation indices (0: the input,
+// k+1: the output of the k-th node in this order). Throws for an unknown input or a cycle.
+std::vector<std::pair<const GraphNodeSpec*, std::vector<std::size_t>>> in_run_order(const GraphSpec& graph) {
+  const std::size_t count = graph.nodes.size();
+  std::vector<std::size_t> position(count, count);  // count: not placed yet
+  std::vector<std::pair<const GraphNodeSpec*, std::vector<std::size_t>>> order;
+  const auto find = [&](const std::string& name) -> std::size_t {
+    for (std::size_t k = 0; k < count; ++k)
+      if (graph.nodes[k].name == name) return k;
+    throw std::invalid_argument("unknown input \"" + name + "\"");
+  };
+  while (order.size() < count) {
+    bool placed = false;
+    for (std::size_t k = 0; k < count && !placed; ++k) {
+      if (position[k] != count) continue;
+      std::vector<std::size_t> inputs;
+      bool ready = true;
+      for (const std::string& name : graph.nodes[k].inputs) {
+        if (name == GraphSpec::input_name) {
+          inputs.push_back(0);
+          continue;
+        }
+        const std::size_t from = find(name);
+        if (position[from] == count) ready = false;
+        else inputs.push_back(position[from] + 1);
+      }
+      if (!ready) continue;
+      position[k] = order.size();
+      order.emplace_back(&graph.nodes[k], std::move(inputs));
+      placed = true;
+    }
+    if (!placed) throw std::invalid_argument("the model graph has a cycle");
+  }
+  return order;
+}
+
+}  // namespace
+
 PerfModel::PerfModel(std::string_view model, const Shape4& input, Machine machine, const LayerRegistry& registry)
-    : shapes_{input}, machine_(std::move(machine)) {
-  const std::vector<SpecEntry> entries = parse_spec(resolve_model(model, input));
-  bool on_head = false;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
+    : shapes_{input}, placements_{Placement{}}, machine_(std::move(machine)) {
+  const GraphSpec graph = model_graph(model, input, registry);
+  const auto nodes = in_run_order(graph);
+  std::vector<Shape4> in_shapes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const GraphNodeSpec& node = *nodes[i].first;
     try {
       Facts f;
-      f.entry = entries[i];
-      f.recipe = &registry.find(entries[i].name);
-      f.layer = f.recipe->make(entries[i].options, shapes_.back(), i + 1);
-      f.input_on_head = on_head;
-      const Shape4 out = f.layer->output_shape(shapes_.back());
+      f.entry = node.layer;
+      f.inputs = nodes[i].second;
+      in_shapes.clear();
+      for (const std::size_t a : f.inputs) in_shapes.push_back(shapes_[a]);
+      f.recipe = &registry.find(node.layer.name);
+      f.layer = f.recipe->make(node.layer.options, in_shapes.at(0), i + 1);
+      const Placement in = placements_[f.inputs[0]];
+      f.input_on_head = in.head;
+      const Shape4 out = f.layer->output_shape_multi(in_shapes);
       for (layers::Parameter<float>* p : f.layer->params()) {
         ++f.param_tensors;
         const auto elements = static_cast<std::int64_t>(layers::Parameter<float>::element_count(p->shape));
@@ -254,12 +304,21 @@ PerfModel::PerfModel(std::string_view model, const Shape4& input, Machine machin
         const layers::BatchNormOptions o = layers::BatchNormOptions::parse(f.layer->options());
         if (o.stats != layers::SumGroup::local) f.stats_group = o.stats;
       }
-      f.head_partial_sum = f.recipe->placement == OutputPlacement::head_grid && !on_head;
-      if (f.recipe->placement == OutputPlacement::head_grid) on_head = true;
+      const bool head_layer = f.recipe->placement == OutputPlacement::head_grid;
+      f.head_partial_sum = head_layer && !in.head;
+      Placement placed = in;
+      if (const std::optional<GridDims> layout = f.layer->output_grid()) {
+        f.regrid = true;
+        placed = {layout, false};
+      } else if (head_layer) {
+        placed.head = true;
+      }
       shapes_.push_back(out);
+      placements_.push_back(placed);
       facts_.push_back(std::move(f));
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("layer " + std::to_string(i) + " (" + entries[i].text + "): " + e.what());
+      const std::string name = node.name == std::to_string(i) ? "" : " \"" + node.name + "\"";
+      throw std::invalid_argument("layer " + std::to_string(i) + name + " (" + node.layer.text + "): " + e.what());
     }
   }
 }
@@ -269,6 +328,19 @@ PerfModel::~PerfModel() = default;
 std::size_t PerfModel::size() const { return facts_.size(); }
 const Shape4& PerfModel::shape(std::size_t activation) const { return shapes_.at(activation); }
 const layers::Layer<float>& PerfModel::layer(std::size_t i) const { return *facts_.at(i).layer; }
+const std::vector<std::size_t>& PerfModel::inputs(std::size_t i) const { return facts_.at(i).inputs; }
+
+GridDims PerfModel::activation_grid(std::size_t a, const GridDims& grid) const {
+  const Placement& p = placements_.at(a);
+  const GridDims dims = p.layout.value_or(grid);
+  return p.head && spatially_split(dims) ? GridDims{dims[0], 1, 1} : dims;
+}
+
+int PerfModel::rank_on(std::size_t a, const GridDims& grid, int rank) const {
+  const Placement& p = placements_[a];
+  const GridDims dims = p.layout.value_or(grid);
+  return p.head && spatially_split(dims) ? rank / (dims[1] * dims[2]) : rank;
+}
 
 std::int64_t PerfModel::parameter_count() const {
   std::int64_t n = 0;
@@ -281,11 +353,15 @@ void PerfModel::use_timings(std::vector<LayerTiming> timings, const Shape4& prob
     throw std::invalid_argument("perf model: " + std::to_string(timings.size()) + " layer timings for " +
                                 std::to_string(facts_.size()) + " layers");
   if (!(probe_share > 0)) throw std::invalid_argument("perf model: the probe's device share must be positive");
-  // The probe's shapes must chain through the layers as the model's do.
-  Shape4 s = probe;
-  for (const Facts& f : facts_) s = f.layer->output_shape(s);
+  // The probe's shapes must go through the layers as the model's do.
+  std::vector<Shape4> shapes{probe}, in;
+  for (const Facts& f : facts_) {
+    in.clear();
+    for (const std::size_t a : f.inputs) in.push_back(shapes[a]);
+    shapes.push_back(f.layer->output_shape_multi(in));
+  }
   timings_ = std::move(timings);
-  probe_ = probe;
+  probe_shapes_ = std::move(shapes);
   probe_share_ = probe_share;
 }
 
@@ -293,20 +369,30 @@ void PerfModel::use_timings(std::vector<LayerTiming> timings, const Shape4& prob
 // Validity: the checks Sequential makes before allocating anything.
 
 std::optional<std::string> PerfModel::why_invalid(const GridDims& grid) const {
-  const GridDims head{grid[0], 1, 1};
-  for (std::size_t i = 0; i < facts_.size(); ++i)
-    if (facts_[i].input_on_head && spatially_split(grid) && facts_[i].param_tensors > 0 &&
-        facts_[i].recipe->placement != OutputPlacement::head_grid)
-      return "layer " + std::to_string(i) + " (" + facts_[i].entry.text +
-             ") has parameters after the head, which a grid with ph * pw > 1 would count once per replica";
-  for (std::size_t i = 0; i <= facts_.size(); ++i) {
-    const bool on_head = i > 0 && (facts_[i - 1].input_on_head || facts_[i - 1].recipe->placement == OutputPlacement::head_grid);
+  const int ranks = grid[0] * grid[1] * grid[2];
+  const auto where = [&](std::size_t i) { return "layer " + std::to_string(i) + " (" + facts_[i].entry.text + ")"; };
+  for (std::size_t i = 0; i < facts_.size(); ++i) {
+    const Facts& f = facts_[i];
+    const GridDims in = activation_grid(f.inputs[0], grid);
+    if (f.regrid) {
+      const GridDims to = *placements_[i + 1].layout;
+      if (to[0] * to[1] * to[2] != ranks)
+        return where(i) + ": grid " + grid_text(to) + " has " + std::to_string(to[0] * to[1] * to[2]) +
+               " ranks but the model runs on " + std::to_string(ranks);
+      if (in[0] * in[1] * in[2] != ranks) return where(i) + ": its input lies on a head grid";
+    }
+    const Placement& p = placements_[f.inputs[0]];
+    if (f.input_on_head && spatially_split(p.layout.value_or(grid)) && f.param_tensors > 0 &&
+        f.recipe->placement != OutputPlacement::head_grid)
+      return where(i) + " has parameters after the head, which a grid with ph * pw > 1 would count once per replica";
+  }
+  for (std::size_t a = 0; a <= facts_.size(); ++a) {
+    const GridDims dims = activation_grid(a, grid);
     try {
-      Distribution(shapes_[i], on_head ? head : grid);
+      Distribution(shapes_[a], dims);
     } catch (const std::invalid_argument& e) {
-      const std::string what = i == 0 ? "the model's input" : "the output of layer " + std::to_string(i - 1) + " (" +
-                                                                  facts_[i - 1].entry.text + ")";
-      return what + " cannot be distributed on grid " + grid_text(on_head ? head : grid) + ": " + e.what();
+      const std::string what = a == 0 ? "the model's input" : "the output of " + where(a - 1);
+      return what + " cannot be distributed on grid " + grid_text(dims) + ": " + e.what();
     }
   }
   return std::nullopt;
@@ -318,7 +404,7 @@ std::optional<std::string> PerfModel::why_invalid(const GridDims& grid) const {
 PerfModel::Work PerfModel::layer_work(std::size_t i, const Box& out_tile, const Box& in_tile, double share) const {
   const Facts& f = facts_[i];
   const bool head_output = f.recipe->placement == OutputPlacement::head_grid;
-  const Shape4& in = shapes_[i];
+  const Shape4& in = shapes_[f.inputs[0]];
   const Shape4& out = shapes_[i + 1];
   // Work follows the output cells, except in a head layer, where each rank takes its
   // tile's share of the input (its partial product).
@@ -327,16 +413,17 @@ PerfModel::Work PerfModel::layer_work(std::size_t i, const Box& out_tile, const 
   };
   const double fraction = fraction_of(static_cast<double>(in_tile.size()), static_cast<double>(out_tile.size()));
   if (!timings_.empty()) {
-    Shape4 probe_in = probe_;
-    for (std::size_t k = 0; k < i; ++k) probe_in = facts_[k].layer->output_shape(probe_in);
-    const Shape4 probe_out = f.layer->output_shape(probe_in);
+    const Shape4& probe_in = probe_shapes_[f.inputs[0]];
+    const Shape4& probe_out = probe_shapes_[i + 1];
     const double scale = fraction / fraction_of(static_cast<double>(cells(probe_in)), static_cast<double>(cells(probe_out))) *
                          probe_share_ / share;
     return {timings_[i].forward_s * scale, timings_[i].backward_s * scale};
   }
   const Machine& m = machine_;
   const double flops = f.forward_flops * fraction;
-  const double bytes = (static_cast<double>(in_tile.size()) + static_cast<double>(out_tile.size())) * kElementBytes;
+  const double bytes = (static_cast<double>(in_tile.size()) * static_cast<double>(f.inputs.size()) +
+                        static_cast<double>(out_tile.size())) *
+                       kElementBytes;
   // Backward: data and weight gradients (twice the multiply-adds), reading x and dy and
   // writing dx (twice the bytes); one call for dx and one per parameter.
   const double forward = m.kernel_overhead_s + std::max(flops / m.flop_rate, bytes / m.memory_bandwidth);
@@ -349,7 +436,6 @@ namespace {
 
 // Per-layer facts of one grid that every representative rank shares.
 struct LayerOnGrid {
-  bool input_on_head = false, output_on_head = false;
   std::optional<Distribution> exchange;  // the input's distribution when the layer exchanges a halo
   HaloWidths widths;
 };
@@ -363,8 +449,8 @@ struct LinkLoad {
   }
 };
 
-// The ranks that may be slowest: per axis the first (largest tile, fewest neighbours), the
-// second, the middle, the last two — corners, edges and the interior.
+// The ranks that may be slowest on `grid`: per axis the first (largest tile, fewest
+// neighbours), the second, the middle, the last two — corners, edges and the interior.
 std::vector<int> representative_ranks(const GridDims& grid) {
   auto picks = [](int parts) {
     std::vector<int> p;
@@ -378,118 +464,182 @@ std::vector<int> representative_ranks(const GridDims& grid) {
   return ranks;
 }
 
+// A set of ranks a sum runs over: `size` ranks, `stride` apart (ranks are numbered
+// row-major over (n, h, w) in every layout).
+struct RankGroup {
+  int size = 1, stride = 1;
+  friend bool operator==(const RankGroup&, const RankGroup&) = default;
+};
+
+// owned_from(rank) ∩ owned_to(q) (sends) and owned_to(rank) ∩ owned_from(q) (receives), q != rank.
+void regrid_pieces(const Distribution& from, const Distribution& to, int rank, std::vector<Piece>& receives,
+                   std::vector<Piece>& sends) {
+  const Box mine_from = from.owned_box(rank), mine_to = to.owned_box(rank);
+  for (int q : to.owners(mine_from))
+    if (q != rank) sends.push_back({q, mine_from.intersect(to.owned_box(q))});
+  for (int q : from.owners(mine_to))
+    if (q != rank) receives.push_back({q, mine_to.intersect(from.owned_box(q))});
+}
+
 }  // namespace
+
+HaloTraffic regrid_traffic(const Distribution& from, const Distribution& to, int rank) {
+  std::vector<Piece> receives, sends;
+  regrid_pieces(from, to, rank, receives, sends);
+  HaloTraffic t;
+  for (const Piece& p : receives) t.receive_cells += p.box.size(), ++t.receive_messages;
+  for (const Piece& p : sends) t.send_cells += p.box.size(), ++t.send_messages;
+  return t;
+}
 
 StepPrediction PerfModel::predict(const GridDims& grid) const {
   if (const auto why = why_invalid(grid)) throw std::invalid_argument("grid " + grid_text(grid) + ": " + *why);
   const Machine& m = machine_;
   const int ranks = grid[0] * grid[1] * grid[2];
-  const int spatial = grid[1] * grid[2];
-  const GridDims head{grid[0], 1, 1};
   const int rpn = std::max(1, m.ranks_per_node);
   const double share = m.rank_share(std::min(ranks, rpn));
-  // Ranks are numbered row-major over (n, h, w): a spatial group is consecutive ranks, a
-  // sample group strided by ph * pw.
-  const Link& all_link = ranks <= rpn ? m.intra_node : m.inter_node;
-  const Link& spatial_link = spatial <= rpn ? m.intra_node : m.inter_node;
-  const Link& sample_link = spatial * (grid[0] - 1) >= rpn ? m.inter_node : m.intra_node;
-  auto group_size = [&](layers::SumGroup g) {
-    return g == layers::SumGroup::all ? ranks : g == layers::SumGroup::spatial ? spatial : 1;
+  const auto link_of = [&](const RankGroup& g) -> const Link& {
+    return g.stride * (g.size - 1) + 1 > rpn ? m.inter_node : m.intra_node;
+  };
+  // The ranks of `group` of the grid activation a lives on (a head grid's "all" is its
+  // layout's sample group).
+  const auto group_of = [&](std::size_t a, layers::SumGroup group) {
+    const GridDims layout = placements_[a].layout.value_or(grid);
+    const int spatial = layout[1] * layout[2];
+    const bool head = placements_[a].head && spatial > 1;
+    switch (group) {
+      case layers::SumGroup::local: return RankGroup{};
+      case layers::SumGroup::spatial: return head ? RankGroup{} : RankGroup{spatial, 1};
+      case layers::SumGroup::samples: return RankGroup{layout[0], spatial};
+      case layers::SumGroup::all: return head ? RankGroup{layout[0], spatial} : RankGroup{ranks, 1};
+    }
+    return RankGroup{};
   };
 
   std::vector<LayerOnGrid> on_grid(facts_.size());
   for (std::size_t i = 0; i < facts_.size(); ++i) {
     const Facts& f = facts_[i];
-    on_grid[i].input_on_head = f.input_on_head;
-    on_grid[i].output_on_head = f.input_on_head || f.recipe->placement == OutputPlacement::head_grid;
-    if (f.recipe->input_halo != InputHalo::window) continue;
-    const Distribution input(shapes_[i], f.input_on_head ? head : grid);
+    if (f.recipe->input_halo != InputHalo::window || f.inputs.size() != 1) continue;
+    const Distribution input(shapes_[f.inputs[0]], activation_grid(f.inputs[0], grid));
     if (layers::windows_inside_owned(*f.layer, input)) continue;
-    on_grid[i].widths = layers::input_halo(*f.layer, shapes_[i], input.grid());
+    on_grid[i].widths = layers::input_halo(*f.layer, input.global_shape(), input.grid());
     if (has_exchange(on_grid[i].widths)) on_grid[i].exchange = input;
   }
 
-  // The gradient allreduce (layers/grad_reduce.hpp), the same on every rank.
-  std::int64_t replicated = 0, per_sample_group = 0;
+  // The gradient allreduce (layers/grad_reduce.hpp): one fused bucket per set of ranks,
+  // the same on every rank (gradient_group.hpp's rule on the grid each layer runs on).
+  std::vector<std::pair<RankGroup, double>> buckets;  // (group, elements per rank)
+  const auto add_to = [&](RankGroup g, double elements) {
+    if (g.size >= ranks) g = {ranks, 1};
+    if (g.size <= 1 || elements <= 0) return;
+    for (auto& [group, total] : buckets)
+      if (group == g) return void(total += elements);
+    buckets.emplace_back(g, elements);
+  };
+  std::int64_t reduced_elements = 0;
   int tensors = 0;
   for (const Facts& f : facts_) {
-    (f.input_on_head && spatially_split(grid) ? per_sample_group : replicated) += f.replicated;
-    per_sample_group += f.tiled / spatial;
+    const GridDims in = activation_grid(f.inputs[0], grid);
+    add_to(group_of(f.inputs[0], layers::SumGroup::all), static_cast<double>(f.replicated));
+    add_to(group_of(f.inputs[0], layers::SumGroup::samples), static_cast<double>(f.tiled) / (in[1] * in[2]));
+    reduced_elements += f.replicated + f.tiled / (in[1] * in[2]);
     tensors += f.param_tensors;
   }
-  const double replicated_bytes = ranks > 1 ? static_cast<double>(replicated) * kElementBytes : 0;
-  const double sample_bytes = grid[0] > 1 ? static_cast<double>(per_sample_group) * kElementBytes : 0;
-  double allreduce = allreduce_seconds(replicated_bytes, ranks, all_link) +
-                     allreduce_seconds(sample_bytes, grid[0], sample_link);
-  if (replicated_bytes + sample_bytes > 0) {
+  double allreduce = 0, allreduce_bytes = 0;
+  for (const auto& [group, elements] : buckets) {
+    const double bytes = elements * kElementBytes;
+    allreduce += allreduce_seconds(bytes, group.size, link_of(group));
     // Packing the fused bucket and unpacking it, and the trip through host memory.
-    allreduce += 4 * m.kernel_overhead_s + 2 * (replicated_bytes + sample_bytes) / m.memory_bandwidth;
-    if (m.staging_bandwidth > 0) allreduce += 2 * (replicated_bytes + sample_bytes) / m.staging_bandwidth;
+    allreduce += 4 * m.kernel_overhead_s + 2 * bytes / m.memory_bandwidth;
+    if (m.staging_bandwidth > 0) allreduce += 2 * bytes / m.staging_bandwidth;
+    allreduce_bytes += bytes;
   }
 
+  // Representative ranks of every layout the model runs on.
+  std::vector<int> candidates = representative_ranks(grid);
+  for (const Placement& p : placements_)
+    if (p.layout)
+      for (int r : representative_ranks(*p.layout))
+        if (std::find(candidates.begin(), candidates.end(), r) == candidates.end()) candidates.push_back(r);
+
   std::optional<StepPrediction> slowest;
-  for (int rank : representative_ranks(grid)) {
+  for (int rank : candidates) {
     StepPrediction p;
     p.grid = grid;
     p.rank = rank;
     p.allreduce_s = allreduce;
-    p.allreduce_bytes = static_cast<std::int64_t>(replicated_bytes + sample_bytes);
+    p.allreduce_bytes = static_cast<std::int64_t>(allreduce_bytes);
+    const int node = rank / rpn;
     for (std::size_t i = 0; i < facts_.size(); ++i) {
       const Facts& f = facts_[i];
       const LayerOnGrid& g = on_grid[i];
-      // On the head grid {pn, 1, 1} a rank is its sample group's replica (rank / spatial).
-      const Box in_owned = Distribution(shapes_[i], g.input_on_head ? head : grid)
-                               .owned_box(g.input_on_head ? rank / spatial : rank);
-      const Box out_tile = Distribution(shapes_[i + 1], g.output_on_head ? head : grid)
-                               .owned_box(g.output_on_head ? rank / spatial : rank);
-      const Box in_tile = f.recipe->input_halo == InputHalo::window ? f.layer->input_window(out_tile, shapes_[i])
-                                                                     : in_owned;
+      const std::size_t in_a = f.inputs[0];
+      const Distribution in_dist(shapes_[in_a], activation_grid(in_a, grid));
+      const Distribution out_dist(shapes_[i + 1], activation_grid(i + 1, grid));
+      const int in_rank = rank_on(in_a, grid, rank);
+      const Box in_owned = in_dist.owned_box(in_rank);
+      const Box out_tile = out_dist.owned_box(rank_on(i + 1, grid, rank));
+      const bool windowed = f.recipe->input_halo == InputHalo::window && f.inputs.size() == 1;
+      const Box in_tile = windowed ? f.layer->input_window(out_tile, in_dist.global_shape()) : in_owned;
       const Work work = layer_work(i, out_tile, in_tile, share);
       LayerPrediction lp;
       lp.text = f.entry.text;
+      lp.grid = in_dist.grid();
+      lp.on_head = in_dist.grid() != placements_[in_a].layout.value_or(grid);
       lp.compute_s = work.forward_s + work.backward_s;
       // The layer's own collectives run inside forward and backward: compute, as measured.
       if (f.stats_group) {
-        const int members = group_size(*f.stats_group);
-        const double bytes = 2.0 * static_cast<double>(shapes_[i][C]) * sizeof(double);
-        lp.compute_s += 2 * allreduce_seconds(bytes, members, members == ranks ? all_link : spatial_link);
+        const RankGroup members = group_of(in_a, *f.stats_group);
+        const double bytes = 2.0 * static_cast<double>(shapes_[in_a][C]) * sizeof(double);
+        lp.compute_s += 2 * allreduce_seconds(bytes, members.size, link_of(members));
       }
-      if (f.head_partial_sum)
-        lp.compute_s += allreduce_seconds(static_cast<double>(out_tile.size()) * kElementBytes, spatial, spatial_link);
+      if (f.head_partial_sum) {
+        const RankGroup spatial = group_of(in_a, layers::SumGroup::spatial);
+        lp.compute_s += allreduce_seconds(static_cast<double>(out_tile.size()) * kElementBytes, spatial.size,
+                                          link_of(spatial));
+      }
+      // Pieces a rank moves, with the time of the transfer and of packing them.
+      const auto moved = [&](const std::vector<Piece>& receives, const std::vector<Piece>& sends, double& pack_s,
+                             std::int64_t& bytes_out) {
+        LinkLoad near, far;
+        double total = 0, run_count = 0;
+        for (const auto* list : {&receives, &sends})
+          for (const Piece& pc : *list) {
+            const double bytes = static_cast<double>(pc.box.size()) * kElementBytes;
+            LinkLoad& load = pc.peer / rpn == node ? near : far;
+            (list == &receives ? load.receive : load.send) += bytes, ++load.messages;
+            total += bytes, run_count += static_cast<double>(runs(pc.box));
+          }
+        // Each direction: a rank sends what it sends in one and what it receives in the other.
+        bytes_out = static_cast<std::int64_t>(near.send + far.send + near.receive + far.receive);
+        pack_s = 2 * (total / m.pack_bandwidth + run_count * m.pack_run_s) / share;
+        return near.seconds(m.intra_node) + far.seconds(m.inter_node);
+      };
+      if (f.regrid) {
+        std::vector<Piece> receives, sends;
+        regrid_pieces(in_dist, out_dist, in_rank, receives, sends);
+        double pack_s = 0;
+        const double transfer = moved(receives, sends, pack_s, lp.regrid_bytes);
+        lp.compute_s += pack_s;
+        lp.regrid_s = 2 * transfer;  // forward, and backward the other way; nothing to hide it behind
+      }
       if (g.exchange) {
         // Overlapped forward: the interior outputs while the halo travels, then one call
         // per border strip.
         double interior_fraction = 0;
         if (overlap_on_) {
           const Box interior = layers::interior_outputs(
-              *f.layer, out_tile, layers::available_before_halo(in_owned, shapes_[i]), shapes_[i]);
+              *f.layer, out_tile, layers::available_before_halo(in_owned, in_dist.global_shape()), in_dist.global_shape());
           if (!interior.empty()) {
             lp.compute_s += static_cast<double>(halo::subtract(out_tile, interior).size()) * m.kernel_overhead_s / share;
             interior_fraction = static_cast<double>(interior.size()) / static_cast<double>(out_tile.size());
           }
         }
         std::vector<Piece> receives, sends;
-        fill_pieces(*f.layer, *g.exchange, rank, g.widths, receives, sends);
-        const int node = rank / rpn;
-        LinkLoad near, far;
-        double moved = 0, run_count = 0;
-        for (const Piece& pc : receives) {
-          const double bytes = static_cast<double>(pc.box.size()) * kElementBytes;
-          LinkLoad& load = pc.peer / rpn == node ? near : far;
-          load.receive += bytes, ++load.messages;
-          moved += bytes, run_count += static_cast<double>(runs(pc.box));
-        }
-        for (const Piece& pc : sends) {
-          const double bytes = static_cast<double>(pc.box.size()) * kElementBytes;
-          LinkLoad& load = pc.peer / rpn == node ? near : far;
-          load.send += bytes, ++load.messages;
-          moved += bytes, run_count += static_cast<double>(runs(pc.box));
-        }
-        // Fill forward, accumulate backward (the same boxes reversed): each rank sends what
-        // it sends in one direction plus what it receives in the other.
-        lp.halo_bytes = static_cast<std::int64_t>(near.send + far.send + near.receive + far.receive);
-        lp.compute_s += 2 * (moved / m.pack_bandwidth + run_count * m.pack_run_s) / share;
-        const double transfer = near.seconds(m.intra_node) + far.seconds(m.inter_node);
+        fill_pieces(*f.layer, *g.exchange, in_rank, g.widths, receives, sends);
+        double pack_s = 0;
+        const double transfer = moved(receives, sends, pack_s, lp.halo_bytes);
+        lp.compute_s += pack_s;
         // Forward hides the transfer behind the interior outputs, backward behind the
         // weight gradient (about half of a weighted layer's backward).
         const double hidden_forward = overlap_on_ ? m.overlap * interior_fraction * work.forward_s : 0;
@@ -499,16 +649,17 @@ StepPrediction PerfModel::predict(const GridDims& grid) const {
       p.compute_s += lp.compute_s;
       p.halo_s += lp.halo_s;
       p.halo_bytes += lp.halo_bytes;
+      p.regrid_s += lp.regrid_s;
+      p.regrid_bytes += lp.regrid_bytes;
       p.layers.push_back(std::move(lp));
     }
     // The loss reads the output and the target and writes the gradient, then sums over
     // every rank; the optimizer streams over the parameters a few times.
-    const bool out_on_head = on_grid.back().output_on_head;
-    const Box out_tile = Distribution(shapes_.back(), out_on_head ? head : grid).owned_box(out_on_head ? rank / spatial : rank);
+    const std::size_t last = facts_.size();
+    const Box out_tile = Distribution(shapes_[last], activation_grid(last, grid)).owned_box(rank_on(last, grid, rank));
     p.compute_s += (m.kernel_overhead_s + 3 * static_cast<double>(out_tile.size()) * kElementBytes / m.memory_bandwidth) / share +
-                   allreduce_seconds(16, ranks, all_link);
-    p.compute_s += (tensors * m.kernel_overhead_s +
-                    16 * static_cast<double>(replicated + per_sample_group) / m.memory_bandwidth) / share;
+                   allreduce_seconds(16, ranks, link_of({ranks, 1}));
+    p.compute_s += (tensors * m.kernel_overhead_s + 16 * static_cast<double>(reduced_elements) / m.memory_bandwidth) / share;
     if (!slowest || p.total_s() > slowest->total_s()) slowest = std::move(p);
   }
   return *slowest;

@@ -1,6 +1,6 @@
 #pragma once
 // PerfModel: predicts the time of one training step — forward, loss, backward, gradient
-// allreduce, optimizer — of a Sequential model on any process grid, from arithmetic alone
+// allreduce, optimizer — of a model (chain or graph, models/graph.hpp) on any process grid, from arithmetic alone
 // (no communication, the same numbers on every rank), and ranks the grids of a rank count.
 // tessera-train --grid auto runs the fastest (models/auto_grid.hpp); docs/performance.md
 // states the assumptions and checks the predictions against bench/scaling.
@@ -19,9 +19,17 @@
 //              not; ranks are numbered row-major over the grid and packed onto nodes in
 //              order), minus what interior work hides (overlap × the interior part of the
 //              forward, × the weight gradient in backward);
-//   allreduce  the fused gradient buckets (layers/grad_reduce.hpp) over all ranks and over
-//              the sample group: 2·⌈log2 g⌉ latencies + 2·(g−1)/g · bytes / bandwidth (the
-//              reduce-scatter + allgather bound), plus staging through the host.
+//   allreduce  the fused gradient buckets (layers/grad_reduce.hpp), one per group of ranks
+//              (all; the sample group of each layout a parameter's layer runs on):
+//              2·⌈log2 g⌉ latencies + 2·(g−1)/g · bytes / bandwidth (the reduce-scatter +
+//              allgather bound), plus staging through the host;
+//   regrid     a layout change (regrid(grid=...)): per peer latency + the bytes of the
+//              boxes the all-to-all moves (exact, as the halo), forward and backward, plus
+//              pack and unpack.
+// Layouts: the grid evaluated is the model's; a node after a regrid runs on the regrid's
+// grid (fixed by the spec), and a head after it on that grid's head grid. The nodes of a
+// graph run in topological order; a node with several inputs (add, concat) reads its
+// inputs' owned cells (no halo) and costs its output's bytes.
 // Halo traffic is exact: per peer the cells of owned(peer) ∩ window(me) (fill) and of
 // owned(me) ∩ window(peer), the boxes halo::Plan computes; backward's accumulate sends them
 // the other way. Not modelled: waiting for a slower neighbour (it appears as exposed halo
@@ -101,20 +109,30 @@ struct HaloTraffic {
 // in its owned box (no exchange is made then).
 HaloTraffic fill_traffic(const layers::Layer<float>& layer, const Distribution& input, int rank);
 
+// What a regrid (layers/regrid.hpp) moves for one rank, in elements, forward: the boxes
+// owned_from(rank) ∩ owned_to(q) it sends and owned_to(rank) ∩ owned_from(q) it receives,
+// q != rank (its own overlap is a local copy). Backward moves the same boxes the other way.
+HaloTraffic regrid_traffic(const Distribution& from, const Distribution& to, int rank);
+
 struct LayerPrediction {
   std::string text;            // the spec entry
+  GridDims grid{};             // the grid the layer runs on (its input's)
+  bool on_head = false;        // that grid is the head grid of the layout before
   double compute_s = 0;        // forward + backward kernels, pack/unpack, own collectives
   double halo_s = 0;           // exposed transfer, forward + backward
   std::int64_t halo_bytes = 0; // sent by the predicted rank, forward + backward
+  double regrid_s = 0;         // a regrid's all-to-all, forward + backward
+  std::int64_t regrid_bytes = 0;  // sent by the predicted rank, forward + backward
 };
 
 struct StepPrediction {
   GridDims grid{};
   int rank = 0;                  // the slowest representative rank, whose numbers these are
-  double compute_s = 0, halo_s = 0, allreduce_s = 0;
-  double total_s() const { return compute_s + halo_s + allreduce_s; }
+  double compute_s = 0, halo_s = 0, allreduce_s = 0, regrid_s = 0;
+  double total_s() const { return compute_s + halo_s + allreduce_s + regrid_s; }
   std::int64_t halo_bytes = 0;       // sent per step by that rank
   std::int64_t allreduce_bytes = 0;  // gradient bytes each rank reduces per step
+  std::int64_t regrid_bytes = 0;     // sent per step by that rank in regrids' all-to-alls
   std::vector<LayerPrediction> layers;
 };
 
@@ -147,6 +165,10 @@ class PerfModel {
 
   std::size_t size() const;
   const Shape4& shape(std::size_t activation) const;  // 0: input
+  // The activations node i reads (chain: {i}), and the grid activation a lives on when the
+  // model runs on `grid` (a regrid's layout, a head grid, or `grid`).
+  const std::vector<std::size_t>& inputs(std::size_t i) const;
+  GridDims activation_grid(std::size_t a, const GridDims& grid) const;
   const layers::Layer<float>& layer(std::size_t i) const;
   std::int64_t parameter_count() const;
 
@@ -158,11 +180,20 @@ class PerfModel {
   // Layer i's kernels on a rank owning `out_tile` and reading `in_tile`, at `share` devices.
   Work layer_work(std::size_t i, const Box& out_tile, const Box& in_tile, double share) const;
 
+  struct Placement {  // where an activation lives
+    std::optional<GridDims> layout;  // a regrid's grid; nothing: the model's grid
+    bool head = false;               // on the head grid of that layout (when it is split)
+  };
+  // Rank `rank` of the model's grid as a rank of activation a's grid (a head grid numbers
+  // its sample groups' replicas).
+  int rank_on(std::size_t a, const GridDims& grid, int rank) const;
+
   std::vector<Facts> facts_;
   std::vector<Shape4> shapes_;
+  std::vector<Placement> placements_;  // [a]: of activation a
   Machine machine_;
   std::vector<LayerTiming> timings_;
-  Shape4 probe_{};
+  std::vector<Shape4> probe_shapes_;  // [a]: activation a on the probe
   double probe_share_ = 1;
   bool overlap_on_ = true;
 };

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "distarray/process_grid.hpp"
 #include "layers/spec_options.hpp"
 
 namespace tessera::models {
@@ -73,6 +74,8 @@ const std::vector<Preset>& presets() {
          if (auto depth = options.take_int("depth")) o.depth = *depth;
          if (auto width = options.take_int("width")) o.width = *width;
          if (auto classes = options.take_int("classes")) o.classes = *classes;
+         if (auto late = options.take_string("late")) o.late = format_grid(parse_grid(*late));
+         if (auto from = options.take_int("from")) o.from = *from;
          return resnet_spec(o);
        }},
       {"unet",
@@ -189,6 +192,7 @@ std::string resnet_spec(const ResNetOptions& o) {
   require(o.depth == 18 || o.depth == 34, "resnet", "depth must be 18 or 34, got " + str(o.depth));
   require(o.width >= 1, "resnet", "width must be >= 1, got " + str(o.width));
   require(o.classes >= 1, "resnet", "classes must be >= 1, got " + str(o.classes));
+  require(o.from >= 1 && o.from <= 4, "resnet", "from must be a stage 1 to 4, got " + str(o.from));
   const std::string bn = kBatchNorm;
   const std::string conv3 = "conv(out=$c,k=3,pad=1,bias=false)";
   // basic: two 3x3 convs, the block's input added back. down: the same at stride 2, the
@@ -208,9 +212,18 @@ std::string resnet_spec(const ResNetOptions& o) {
     spec += "block stage" + str(stage + 1) + "() { down(c=" + c + "), basic(c=" + c + ")" +
             (blocks[stage] > 2 ? "*" + basic : "") + " } ";
   }
+  // With `late`, a regrid (no parameters, so no name) goes before stage `from`.
+  const auto regrid_before = [&](int stage) {
+    if (!o.late.empty() && stage == o.from) spec += ", regrid(grid=" + o.late + ")";
+  };
   spec += "conv1: conv(out=" + str(o.width) + ",k=7,stride=2,pad=3,bias=false), bn1: " + bn +
-          ", relu, maxpool(k=3,stride=2,pad=1), layer1: basic(c=" + str(o.width) + ")*" + str(blocks[0]);
-  for (int stage = 1; stage < 4; ++stage) spec += ", layer" + str(stage + 1) + ": stage" + str(stage + 1);
+          ", relu, maxpool(k=3,stride=2,pad=1)";
+  regrid_before(1);
+  spec += ", layer1: basic(c=" + str(o.width) + ")*" + str(blocks[0]);
+  for (int stage = 1; stage < 4; ++stage) {
+    regrid_before(stage + 1);
+    spec += ", layer" + str(stage + 1) + ": stage" + str(stage + 1);
+  }
   return spec + ", gap, fc: linear(out=" + str(o.classes) + ")";
 }
 

@@ -57,6 +57,11 @@ struct ResNetOptions {
   std::int64_t depth = 18;
   std::int64_t width = 64;
   std::int64_t classes = 1000;
+  // A layout per stage: stages `from`..4 (torchvision's layer1..layer4) run on grid `late`
+  // (a regrid before stage `from`), e.g. late=4x1x1,from=3: the wide early stages split
+  // over space as the run's --grid, the small late ones over samples. Empty: no regrid.
+  std::string late;
+  std::int64_t from = 3;
 };
 
 std::string resnet_spec(const ResNetOptions& options);

@@ -19,8 +19,11 @@
 #include <string>
 
 #include "data/png_writer.hpp"
+#include "distarray/hdf5_file.hpp"
 #include "distarray/node_memory.hpp"
 #include "distarray/runtime.hpp"
+#include "models/perf_model.hpp"
+#include "models/prediction_table.hpp"
 #include "models/trainer.hpp"
 #include "train/filter_image.hpp"
 
@@ -40,6 +43,9 @@ struct AppOptions {
   std::string progress = "auto";
   std::string filters_png;
   std::string memory_limit;
+  int predict = 0;             // --predict P: print the performance model's table for P ranks, train nothing
+  std::string predict_input;   // CxHxW of one sample (default: --data's)
+  std::string predict_machine = "build";
 };
 
 po::options_description describe_options(AppOptions& a) {
@@ -98,7 +104,12 @@ po::options_description describe_options(AppOptions& a) {
        "seconds without progress after which a rank ends the job (at least; 10x the slowest step); 0: off")
       ("filters-png", po::value(&a.filters_png), "after training, draw layer 0's filters from --save into this PNG")
       ("progress", po::value(&a.progress)->default_value(a.progress), "auto | on | off: a progress line on stderr")
-      ("verbose", po::bool_switch(&t.verbose), "print the runtime, the model layer by layer and each layer's path");
+      ("verbose", po::bool_switch(&t.verbose), "print the runtime, the model layer by layer and each layer's path")
+      ("predict", po::value(&a.predict)->default_value(a.predict),
+       "print the performance model's step prediction of every grid of P ranks (per layout) and exit (0: train)")
+      ("predict-input", po::value(&a.predict_input), "--predict: one sample's CxHxW (default: --data's)")
+      ("predict-machine", po::value(&a.predict_machine)->default_value(a.predict_machine),
+       "--predict: build (this build's: CPU cores or H100s) | cpu | h100");
   return o;
 }
 
@@ -135,7 +146,34 @@ bool parse(int argc, char** argv, AppOptions& a, const po::options_description& 
 
 void print(const std::string& line) { std::cout << line << std::endl; }
 
+// --predict: the performance model's table (models/prediction_table.hpp) on rank 0.
+int predict(const Runtime& runtime, const AppOptions& a) {
+  if (a.predict < 1) throw std::invalid_argument("--predict needs a rank count of at least 1");
+  if (a.predict_machine != "build" && a.predict_machine != "cpu" && a.predict_machine != "h100")
+    throw std::invalid_argument("--predict-machine must be build, cpu or h100, got '" + a.predict_machine + "'");
+  Shape4 input{a.train.batch, 0, 0, 0};
+  if (!a.predict_input.empty()) {
+    const GridDims chw = parse_grid(a.predict_input);  // the same NxHxW grammar: three counts
+    input = {a.train.batch, chw[0], chw[1], chw[2]};
+  } else {
+    if (a.train.data.empty()) throw std::invalid_argument("--predict needs --data or --predict-input CxHxW");
+    const Hdf5File file(a.train.data, Hdf5File::Mode::read, runtime.world());
+    const Dims images = file.shape("/images");
+    if (images.size() != 4) throw std::invalid_argument("--data: /images is not (N, C, H, W)");
+    input = {a.train.batch, images[1], images[2], images[3]};
+  }
+  if (runtime.rank() != 0) return 0;
+  const models::Machine machine = a.predict_machine == "cpu"    ? models::Machine::cpu_core()
+                                  : a.predict_machine == "h100" ? models::Machine::h100_node()
+                                                                : models::Machine::for_this_build(a.predict);
+  models::PerfModel perf(a.train.model, input, machine);
+  perf.set_overlap(a.train.halo.overlap == layers::Overlap::on);
+  std::cout << models::prediction_table(perf, a.predict) << std::flush;
+  return 0;
+}
+
 int run(const Runtime& runtime, const AppOptions& a) {
+  if (a.predict != 0) return predict(runtime, a);
   const models::TrainingSummary s = models::train(a.train, runtime.world(), print);
   if (runtime.rank() != 0) return 0;
   std::printf("trained %lld steps (%lld in this run), last loss %.5f, %.1f images/s\n",

@@ -9,12 +9,14 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "distarray/process_grid.hpp"
 #include "layers/collectives.hpp"
+#include "layers/gradient_group.hpp"
 #include "layers/parameter.hpp"
 
 namespace tessera::layers {
@@ -53,25 +55,33 @@ SquaredNorms local_squared_norms(const View& value, const View& grad) {
 }  // namespace detail
 
 // ||w||^2 and ||g||^2 of each parameter's global tensor. Collective over the spatial
-// group when any parameter is tiled (one allreduce for all of them, layers/collectives.hpp): every rank must
+// group when any parameter is tiled (one allreduce for all of them per grid, layers/collectives.hpp): every rank must
 // pass the same list, as every rank holds the same model.
 template <class T>
 std::vector<SquaredNorms> squared_norms(const std::vector<Parameter<T>*>& params, const ProcessGrid& grid) {
   std::vector<SquaredNorms> norms;
   norms.reserve(params.size());
-  std::vector<double> tiled;  // (value, grad) of each tiled parameter, in order
-  for (const Parameter<T>* p : params) {
-    norms.push_back(detail::local_squared_norms(p->value, p->grad));
-    if (p->sharing == Sharing::tiled) tiled.insert(tiled.end(), {norms.back().value, norms.back().grad});
+  for (const Parameter<T>* p : params) norms.push_back(detail::local_squared_norms(p->value, p->grad));
+  // Over the spatial group of the grid each parameter's layer runs on (Parameter::grid:
+  // a model with stage layouts), one sum per grid, in the order the grids first appear.
+  std::vector<const ProcessGrid*> grids;
+  for (const Parameter<T>* p : params)
+    if (p->sharing == Sharing::tiled && std::find(grids.begin(), grids.end(), &gradient_grid(*p, grid)) == grids.end())
+      grids.push_back(&gradient_grid(*p, grid));
+  std::vector<double> sums;
+  for (const ProcessGrid* g : grids) {
+    sums.clear();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i]->sharing == Sharing::tiled && &gradient_grid(*params[i], grid) == g)
+        sums.insert(sums.end(), {norms[i].value, norms[i].grad});
+    Collectives(*g).allreduce_sum(sums.data(), sums.size(), SumGroup::spatial);
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i]->sharing == Sharing::tiled && &gradient_grid(*params[i], grid) == g) {
+        norms[i].value = sums[next++];
+        norms[i].grad = sums[next++];
+      }
   }
-  if (tiled.empty()) return norms;
-  Collectives(grid).allreduce_sum(tiled.data(), tiled.size(), SumGroup::spatial);
-  std::size_t next = 0;
-  for (std::size_t i = 0; i < params.size(); ++i)
-    if (params[i]->sharing == Sharing::tiled) {
-      norms[i].value = tiled[next++];
-      norms[i].grad = tiled[next++];
-    }
   return norms;
 }
 

@@ -25,7 +25,10 @@
 #include "tests/layers/support/compare.hpp"
 #include "layers/grad_reduce.hpp"
 #include "models/buffer_sharing.hpp"
+#include "layers/regrid.hpp"
 #include "models/sequential.hpp"
+#include "tests/support/allocation_counter.hpp"
+#include "tests/support/error_message.hpp"
 #include "tests/support/grid_cases.hpp"
 
 namespace tessera::models {
@@ -448,6 +451,127 @@ TEST(GraphForwardOnly, MatchesTheTrainingModelOnEveryGrid) {
   expect_forward_only_matches(kJoins, {2, 2, 11, 10});
   expect_forward_only_matches(kHead, {2, 3, 12, 12});
   expect_forward_only_matches("unet(depth=2,width=4,out=2)", {2, 1, 16, 16});
+}
+
+
+
+// ---- A layout per stage (regrid, layers/regrid.hpp) ----------------------------------------
+
+std::string replaced(std::string text, const std::string& key, const std::string& value) {
+  for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+    text.replace(at, key.size(), value);
+  return text;
+}
+
+// Stage one on the model's grid $A, stage two on $B (conv, batch norm over B's groups), back
+// to $A for a residual add with a tensor of stage one (activations brought back to a layout
+// share its grid), a strided conv, then $B again for the last conv and the head.
+const std::string kStages =
+    "conv(out=4,k=3,pad=1), s: relu, regrid(grid=$B), conv(out=4,k=3,pad=1), relu, batchnorm(stats=all),"
+    " regrid(grid=$A), add[prev, s], conv(out=4,k=3,pad=1,stride=2), regrid(grid=$B), conv(out=3,k=3,pad=1),"
+    " relu, gap, flatten, linear(out=3)";
+
+// Every pair of distinct grids of the rank count (on one rank the one grid with itself):
+// 1x2x2 -> 4x1x1, 1x3x1 -> 3x1x1 (uneven tiles: 13 rows over 3), 2x2x1 -> 1x1x4 (sample groups
+// of the two layouts that no group of the other has) ... The one-rank reference runs the same
+// graph with every regrid on 1x1x1 (the same nodes, so the same initial weights).
+TEST(GraphRegrid, EveryPairOfLayoutsMatchesOneRank) {
+  const Shape4 shape{4, 2, 13, 11};
+  const bool root = tessera::testing::world_rank() == 0;
+  const HostArray<float> x = random_array(shape, 31);
+  const std::string one_spec = replaced(replaced(kStages, "$A", "1x1x1"), "$B", "1x1x1");
+  StepResult one;
+  if (root) {
+    const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+    one = run_step(self, one_spec, shape, x);
+  }
+  int count = static_cast<int>(one.dparams.size());
+  MPI_Bcast(&count, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  one.dparams.resize(static_cast<std::size_t>(count));
+  for (auto& g : one.dparams) broadcast(g);
+  const std::vector<GridDims> grids = tessera::testing::all_grids(tessera::testing::world_size());
+  for (const GridDims& a : grids)
+    for (const GridDims& b : grids) {
+      if (a == b && grids.size() > 1) continue;
+      const std::string spec = replaced(replaced(kStages, "$A", format_grid(a)), "$B", format_grid(b));
+      SCOPED_TRACE(format_grid(a) + " -> " + format_grid(b));
+      const ProcessGrid grid(MPI_COMM_WORLD, a);
+      const StepResult got = run_step(grid, spec, shape, x);
+      if (root) {
+        EXPECT_LE(relative_error(got.output, one.output), kTolerance);
+        EXPECT_LE(relative_error(got.dx, one.dx), kTolerance);
+      }
+      ASSERT_EQ(got.dparams.size(), one.dparams.size());
+      for (std::size_t i = 0; i < got.dparams.size(); ++i)
+        EXPECT_LE(relative_error(got.dparams[i], one.dparams[i]), kTolerance) << "parameter " << i;
+    }
+}
+
+// Forward then backward is the identity on the data (backward is the forward's transpose
+// and both are permutations of cells), from every grid to every grid, halos or not; after
+// the first call neither direction allocates.
+TEST(GraphRegrid, ForwardThenBackwardIsTheIdentityAndAllocatesNothing) {
+  const Shape4 shape{5, 3, 9, 7};
+  const HostArray<float> x = random_array(shape, 5);
+  const std::vector<GridDims> grids = tessera::testing::all_grids(tessera::testing::world_size());
+  for (const GridDims& a : grids)
+    for (const GridDims& b : grids) {
+      SCOPED_TRACE(format_grid(a) + " -> " + format_grid(b));
+      const ProcessGrid from(MPI_COMM_WORLD, a), to(MPI_COMM_WORLD, b);
+      layers::Tensor<float> in(from, shape, HaloWidths{{0, 0, 1, 2}, {0, 0, 2, 1}}, "in"),
+          out(to, shape, HaloWidths{}, "out"), back(from, shape, HaloWidths{}, "back");
+      scatter(x, in);
+      layers::Regrid<float> regrid(b);
+      regrid.forward(in, out);
+      regrid.backward(out, back);
+      long kokkos = 0, heap = 0;
+      {
+        tessera::testing::KokkosAllocations k;
+        tessera::testing::HeapAllocations h;
+        for (int step = 0; step < 2; ++step) {
+          regrid.forward(in, out);
+          regrid.backward(out, back);
+        }
+        heap = h.stop();
+        kokkos = k.stop().count;
+      }
+      EXPECT_EQ(kokkos, 0);
+      EXPECT_EQ(heap, 0);
+      const Vec moved = gathered(out), returned = gathered(back);
+      if (tessera::testing::world_rank() == 0) {
+        const Vec want(x.data(), x.data() + x.size());
+        EXPECT_EQ(moved, want);
+        EXPECT_EQ(returned, want);
+      }
+    }
+}
+
+// A grid of another rank count, a grid that leaves a rank without samples, a regrid after
+// the head, a misspelt option: one line naming the node, when the model is built.
+TEST(GraphRegrid, BadLayoutsAreClearErrorsNamingTheNode) {
+  const int ranks = tessera::testing::world_size();
+  const ProcessGrid grid(MPI_COMM_WORLD, {1, 1, ranks});
+  const auto error = [&](const std::string& spec, const Shape4& shape) {
+    return tessera::testing::error_message<std::invalid_argument>([&] { Sequential<float> m(spec, shape, grid, 1); });
+  };
+  const std::string wrong = std::to_string(ranks + 1) + "x1x1";
+  EXPECT_EQ(error("conv(out=2,k=3,pad=1), regrid(grid=" + wrong + "), relu", {2, 1, 8, 8}),
+            "layer 1 (regrid(grid=" + wrong + ")): grid " + wrong + " has " + std::to_string(ranks + 1) +
+                " ranks but the model runs on " + std::to_string(ranks));
+  EXPECT_EQ(error("conv(out=2,k=3,pad=1), regrid(grid=1x2), relu", {2, 1, 8, 8}),
+            "layer 1 (regrid(grid=1x2)): grid '1x2' is not of the form NxHxW (e.g. 1x2x2)");
+  EXPECT_EQ(error("conv(out=2,k=3,pad=1), regrid, relu", {2, 1, 8, 8}),
+            "layer 1 (regrid): regrid needs grid=NxHxW, the layout its output moves to (e.g. grid=4x1x1)");
+  if (ranks > 1) {
+    const std::string samples = std::to_string(ranks) + "x1x1";
+    EXPECT_EQ(error("conv(out=2,k=3,pad=1), regrid(grid=" + samples + "), relu", {1, 1, 8, 8}),
+              "the output of layer 1 (regrid(grid=" + samples + ")): 1x2x8x8 cannot be distributed on grid " + samples +
+                  ": grid " + samples + " cuts samples (N) = 1 into " + std::to_string(ranks) +
+                  " parts: some ranks would own nothing");
+    EXPECT_EQ(error("conv(out=2,k=3,pad=1), gap, regrid(grid=" + samples + ")", {4, 1, 8, 8}),
+              "layer 2 (regrid(grid=" + samples + ")): its input lies on a head grid of 1 ranks; a layout change "
+              "needs an input spread over all " + std::to_string(ranks) + " ranks (regrid before the head)");
+  }
 }
 
 }  // namespace

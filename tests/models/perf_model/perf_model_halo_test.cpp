@@ -2,16 +2,20 @@
 // symmetric, strided, dilated and wider-than-a-tile windows, on every grid of the launched
 // rank count, each rank's predicted fill bytes equal what a halo::Exchange built as
 // layers::Windowed builds it sends and receives, and the accumulate (backward) moves the
-// same boxes the other way.
+// same boxes the other way. For a graph (a tensor read by two windows, a residual add, a
+// regrid to another layout and back): the step's halo bytes are those of exchanges built on
+// the real model's activations, and its regrid bytes those of the real regrid's plan.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "distarray/redistribution.hpp"
 #include "halo/halo.hpp"
 #include "layers/windowed.hpp"
 #include "models/layer_registry.hpp"
 #include "models/perf_model.hpp"
+#include "models/sequential.hpp"
 #include "tests/support/grid_cases.hpp"
 
 namespace tessera::models {
@@ -92,6 +96,60 @@ TEST(PerfModelHalo, StepHaloBytesAreTheLayersExchanges) {
     if (dims[1] * dims[2] == 1) EXPECT_EQ(p.halo_bytes, 0) << format_grid(dims);
     else EXPECT_GT(p.halo_bytes, 0) << format_grid(dims);
   }
+}
+
+
+// A graph with two readers of one tensor, an add, and a stage on another layout.
+std::string graph_spec(const GridDims& other, const GridDims& model) {
+  return "a: conv(out=3,k=3,pad=1)[input], b: conv(out=3,k=5,pad=2)[input], add[a, b], s: relu, regrid(grid=" +
+         format_grid(other) + "), conv(out=3,k=3,pad=2,dilation=2), maxpool(k=3,stride=2,pad=1), regrid(grid=" +
+         format_grid(model) + "), conv(out=2,k=3,pad=1)";
+}
+
+TEST(PerfModelHalo, GraphStepBytesAreTheRealModelsExchangesAndRegrids) {
+  const int ranks = testing::world_size();
+  const Shape4 input{4, 2, 17, 15};
+  for (const GridDims& dims : testing::all_grids(ranks))
+    for (const GridDims& other : testing::all_grids(ranks)) {
+      const std::string spec = graph_spec(other, dims);
+      SCOPED_TRACE(format_grid(dims) + " then " + format_grid(other));
+      PerfModel perf(spec, input, Machine::cpu_core());
+      ASSERT_EQ(perf.why_invalid(dims), std::nullopt);
+      const ProcessGrid grid(MPI_COMM_WORLD, dims);
+      Sequential<float> model(spec, input, grid, 1);
+      ASSERT_EQ(model.size(), perf.size());
+      std::int64_t halo = 0, regrid = 0;
+      for (std::size_t i = 0; i < model.size(); ++i) {
+        const std::size_t a = model.node_inputs(i)[0];
+        ASSERT_EQ(perf.inputs(i), model.node_inputs(i));
+        const layers::Tensor<float>& x = model.activation(a);
+        ASSERT_EQ(perf.activation_grid(a, dims), x.grid().dims()) << "node " << i;
+        if (model.layer(i).output_grid()) {
+          const Distribution& from = x.distribution();
+          const Distribution& to = model.activation(i + 1).distribution();
+          const Redistribution<float> plan(x.grid(), from, model.activation(i + 1).grid(), to);
+          const std::int64_t own = from.owned_box(grid.rank()).intersect(to.owned_box(grid.rank())).size();
+          const HaloTraffic t = regrid_traffic(from, to, grid.rank());
+          EXPECT_EQ(t.send_cells + own, plan.send_elements()) << "node " << i;
+          EXPECT_EQ(t.receive_cells + own, plan.receive_elements()) << "node " << i;
+          regrid += (t.send_cells + t.receive_cells) * kBytes;
+          continue;
+        }
+        if (model.node_inputs(i).size() != 1 || layers::windows_inside_owned(model.layer(i), x.distribution())) continue;
+        auto fill = halo::make_exchange(x, layers::window_rule(model.layer(i), x.distribution().global_shape()),
+                                        halo::Mode::fill);
+        halo += fill.send_bytes() + fill.receive_bytes();
+      }
+      // The prediction is the slowest representative rank's; compare on that rank.
+      const StepPrediction p = perf.predict(dims);
+      std::int64_t want[2] = {grid.rank() == p.rank ? halo : 0, grid.rank() == p.rank ? regrid : 0};
+      MPI_Allreduce(MPI_IN_PLACE, want, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+      EXPECT_EQ(p.halo_bytes, want[0]);
+      EXPECT_EQ(p.regrid_bytes, want[1]);
+      if (ranks > 1 && other != dims) {
+        EXPECT_GT(p.regrid_bytes, 0);
+      }
+    }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/perf_model.hpp"
+#include "models/prediction_table.hpp"
 #include "tests/support/error_message.hpp"
 
 namespace tessera::models {
@@ -184,6 +185,55 @@ TEST(PerfModel, MachineFieldsAreCheckedByName) {
   EXPECT_NE(testing::error_message<std::invalid_argument>([&] { set_machine_field(m, "ranks_per_node", 2.5); })
                 .find("whole number"),
             std::string::npos);
+}
+
+
+// Graphs: the residual ResNet preset is predicted on every grid (a graph spec no longer
+// falls back); a regrid's grid must have the model's rank count and leave no rank empty;
+// a stage split shows as two layouts whose times add up, its all-to-all costs time and
+// bytes only when the layouts differ, and the late stage costs the same whatever the
+// early stage's grid (it runs on the same layout).
+TEST(PerfModel, GraphsAndStageSplits) {
+  const Shape4 input{8, 3, 256, 256};
+  PerfModel resnet("resnet(depth=18,width=8,classes=10)", input, Machine::h100_node());
+  EXPECT_EQ(resnet.ranking(4).size(), factorizations(4).size());
+  EXPECT_EQ(resnet.inputs(0), std::vector<std::size_t>{0});
+
+  PerfModel split("resnet(depth=18,width=8,classes=10,late=4x1x1,from=3)", input, Machine::h100_node());
+  EXPECT_EQ(split.size(), resnet.size() + 1);
+  EXPECT_EQ(split.why_invalid({1, 2, 4}).value_or(""),
+            "layer 34 (regrid(grid=4x1x1)): grid 4x1x1 has 4 ranks but the model runs on 8");
+  PerfModel too_few("resnet(depth=18,width=8,classes=10,late=4x1x1,from=3)", {2, 3, 256, 256}, Machine::h100_node());
+  EXPECT_NE(too_few.why_invalid({1, 2, 2}).value_or("").find("the output of layer 34 (regrid(grid=4x1x1)) cannot be "
+                                                            "distributed on grid 4x1x1"),
+            std::string::npos)
+      << too_few.why_invalid({1, 2, 2}).value_or("");
+
+  const StepPrediction same = split.predict({4, 1, 1}), spatial = split.predict({1, 2, 2});
+  EXPECT_EQ(same.regrid_bytes, 0);
+  EXPECT_EQ(same.regrid_s, 0);
+  EXPECT_GT(spatial.regrid_bytes, 0);
+  EXPECT_GT(spatial.regrid_s, 0);
+  const auto layouts = layout_times(spatial);
+  ASSERT_EQ(layouts.size(), 2u);
+  EXPECT_EQ(layouts[0].first, (GridDims{1, 2, 2}));
+  EXPECT_EQ(layouts[1].first, (GridDims{4, 1, 1}));
+  double layers_s = 0;
+  for (const LayerPrediction& l : spatial.layers) layers_s += l.compute_s + l.halo_s + l.regrid_s;
+  EXPECT_NEAR(layouts[0].second + layouts[1].second, layers_s, 1e-9 * layers_s);
+  const auto late = [](const StepPrediction& p) {
+    double s = 0;
+    for (std::size_t i = 35; i < p.layers.size(); ++i) s += p.layers[i].compute_s + p.layers[i].halo_s;
+    return s;
+  };
+  EXPECT_NEAR(late(spatial), late(split.predict({1, 1, 4})), 1e-9 * late(spatial));
+  const std::string table = prediction_table(split, 4);
+  EXPECT_NE(table.find("| 1x2x2 | "), std::string::npos) << table;
+  EXPECT_NE(table.find("1x2x2 "), std::string::npos) << table;
+  EXPECT_NE(table.find(", 4x1x1 "), std::string::npos) << table;
+  EXPECT_EQ(testing::error_message<std::invalid_argument>(
+                [&] { PerfModel("resnet(depth=18,late=4x1x1,from=5)", input, Machine::h100_node()); }),
+            "resnet: from must be a stage 1 to 4, got 5");
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ std::string options_for(const std::string& name) {
       {"conv", "out=2,k=3,pad=1"}, {"deconv", "out=2,k=4,stride=2,pad=1"},
       {"maxpool", "k=2"},          {"avgpool", "k=2"},
       {"l2pool", "k=2"},           {"linear", "out=3"},
-      {"local", "out=2,k=3"},      {"lcn", "k=3"}};
+      {"local", "out=2,k=3"},      {"lcn", "k=3"},
+      {"regrid", "grid=1x1x1"}};
   const auto it = required.find(name);
   return it == required.end() ? "" : it->second;
 }
@@ -92,7 +93,8 @@ TEST(LayerRegistry, EveryRegisteredLayerBuildsFromItsSpec) {
 
 TEST(LayerRegistry, CoversTheBuiltInLayers) {
   for (const char* name : {"conv", "deconv", "batchnorm", "relu", "leakyrelu", "sigmoid", "tanh", "maxpool",
-                           "avgpool", "l2pool", "flatten", "linear", "gap", "upsample", "local", "lcn", "add", "concat"})
+                           "avgpool", "l2pool", "flatten", "linear", "gap", "upsample", "local", "lcn", "add", "concat",
+                           "regrid"})
     EXPECT_TRUE(LayerRegistry::global().contains(name)) << name;
 }
 
