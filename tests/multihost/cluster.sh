@@ -71,8 +71,8 @@ ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here: $(ip netns
 for tool in munged munge unmunge slurmctld slurmd srun sinfo scontrol unshare nsenter timeout tc; do
   command -v "$tool" >/dev/null || skip "'$tool' is not installed (scripts/setup-deps.sh installs slurm-wlm and munge)"
 done
-plugin_dir=$(dirname "$(dpkg -L slurm-wlm-basic-plugins 2>/dev/null | grep -m1 '/mpi_pmi2\.so$')" 2>/dev/null)
-[[ -f $plugin_dir/mpi_pmi2.so ]] || skip "Slurm's pmi2 MPI plugin is missing (Debian package slurm-wlm-basic-plugins)"
+source "$(dirname "${BASH_SOURCE[0]}")/../slurm/slurm_sandbox.sh"
+find_plugin_dir
 
 # --- teardown, whatever happens -------------------------------------------------------------------
 sandbox=$(mktemp -d /tmp/tessera-hosts.XXXXXX) || skip "cannot create a temporary folder"
@@ -103,27 +103,6 @@ teardown() {
 trap teardown EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
-
-show_logs() {
-  local log
-  for log in "$sandbox"/log/*.log; do
-    [[ -s $log ]] || continue
-    echo "----- $(basename "$log") (last 10 lines)" >&2
-    tail -n 10 "$log" >&2
-  done
-}
-wait_until() {  # wait_until <seconds> <pid> <command...>
-  local deadline=$((SECONDS + $1)) pid="$2"
-  shift 2
-  until "$@" >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
-daemon_failed() {  # daemon_failed <name> <what did not happen>
-  show_logs
-  skip "$1: $2 (logs above)"
-}
 
 # --- the network ------------------------------------------------------------------------------------
 add_ns() { ip netns add "$1" || skip "cannot create network namespace '$1'"; namespaces+=("$1"); ip -n "$1" link set lo up; }
@@ -159,63 +138,25 @@ done
 export MH_DIR=$sandbox MH_CTL=$ctl MH_HOSTS="${host_names[*]}" MH_LINK_PROFILE=$link
 
 # --- munge -------------------------------------------------------------------------------------------
-mkdir -p "$sandbox"/{munge,log,state,run}
-chmod 755 "$sandbox/munge"
-head -c 1024 /dev/urandom >"$sandbox/munge/munge.key" && chmod 400 "$sandbox/munge/munge.key"
-socket="$sandbox/munge/munge.socket"
-munged --foreground --force --socket="$socket" --key-file="$sandbox/munge/munge.key" \
-       --pid-file="$sandbox/munge/munged.pid" --seed-file="$sandbox/munge/munged.seed" \
-       --log-file="$sandbox/log/munged.log" >>"$sandbox/log/munged.log" 2>&1 &
-munged_pid=$!
-disown
-munge_works() { timeout 5 munge -n -S "$socket" | timeout 5 unmunge -S "$socket"; }
-wait_until 10 "$munged_pid" munge_works || daemon_failed munged "no credential round trip in 10 s"
+start_munge
 
 # --- slurm.conf ----------------------------------------------------------------------------------------
 export SLURM_CONF="$sandbox/slurm.conf"
-: >"$sandbox/plugstack.conf"
 cpus=$(getconf _NPROCESSORS_ONLN)
 ((cpus < 4)) && cpus=4  # each host may run 4 tasks; on this machine they share its cores
 {
+  echo "# $hosts hosts in network namespaces, made by tests/multihost/cluster.sh; gone when it exits."
+  slurm_conf_common "$plugin_dir"
   cat <<EOF
-# $hosts hosts in network namespaces, made by tests/multihost/cluster.sh; gone when it exits.
-ClusterName=tessera
 SlurmctldHost=ctl(10.77.0.100)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$socket
-StateSaveLocation=$sandbox/state
 SlurmdSpoolDir=$sandbox/spool-%n
-SlurmctldPidFile=$sandbox/run/slurmctld.pid
 SlurmdPidFile=$sandbox/run/slurmd-%n.pid
 SlurmdLogFile=$sandbox/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-PluginDir=$plugin_dir
-PlugStackConfig=$sandbox/plugstack.conf
-TmpFS=$sandbox
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-MpiDefault=pmi2
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SlurmdParameters=config_overrides
-ReturnToService=2
-InactiveLimit=0
-KillWait=5
-MinJobAge=10
 # A node silent for a minute is declared down (real clusters wait 300 s): the ranks' own
 # watchdogs, which name what they lost, end a job on a cut link before Slurm does.
 SlurmdTimeout=60
 MessageTimeout=5
 TCPTimeout=2
-MailProg=/bin/true
 EOF
   for ((i = 1; i <= hosts; ++i)); do
     echo "NodeName=h$i NodeAddr=10.77.0.$i NodeHostname=h$i CPUs=$cpus State=UNKNOWN"
@@ -239,7 +180,7 @@ in_ns "$ctl" ctl slurmctld -D -i >>"$sandbox/log/slurmctld.log" 2>&1 &
 ctld_pid=$!
 disown
 wait_until 15 "$ctld_pid" ip netns exec "$ctl" timeout 5 scontrol ping \
-  || daemon_failed slurmctld "did not answer in 15 s"
+  || daemon_failed slurmctld "$ctld_pid" "did not answer in 15 s"
 for h in "${host_names[@]}"; do
   mkdir -p "$sandbox/spool-$h"
   in_ns "$tag-$h" "$h" slurmd -D -N "$h" >>"$sandbox/log/slurmd-$h.out" 2>&1 &
@@ -250,7 +191,7 @@ all_idle() {
   [[ $(ip netns exec "$ctl" timeout 5 sinfo -h -o '%t %D' 2>/dev/null) == "idle $hosts" ]]
 }
 wait_until 30 "$ctld_pid" all_idle \
-  || daemon_failed slurmd "not all $hosts hosts are idle after 30 s: '$(ip netns exec "$ctl" timeout 5 sinfo -h -N -o '%N %t' 2>&1 | xargs)'"
+  || daemon_failed slurmd "$ctld_pid" "not all $hosts hosts are idle after 30 s: '$(ip netns exec "$ctl" timeout 5 sinfo -h -N -o '%N %t' 2>&1 | xargs)'"
 
 # --- the command ---------------------------------------------------------------------------------------
 export MH_LIB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"

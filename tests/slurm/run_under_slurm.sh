@@ -48,8 +48,8 @@ unset $(compgen -e | grep -E '^(SLURM|SRUN|SALLOC|SBATCH|PMI|PMIX)_')
 for tool in munged munge unmunge slurmctld slurmd srun sinfo scontrol timeout; do
   command -v "$tool" >/dev/null || skip "'$tool' is not installed (scripts/setup-deps.sh installs slurm-wlm and munge)"
 done
-plugin_dir=$(dirname "$(dpkg -L slurm-wlm-basic-plugins 2>/dev/null | grep -m1 '/mpi_pmi2\.so$')" 2>/dev/null)
-[[ -f $plugin_dir/mpi_pmi2.so ]] || skip "Slurm's pmi2 MPI plugin is missing (Debian package slurm-wlm-basic-plugins)"
+source "$(dirname "${BASH_SOURCE[0]}")/slurm_sandbox.sh"
+find_plugin_dir
 
 # --- Teardown, whatever happens -----------------------------------------------------------------
 # Every process started from here carries a marker in its environment (the daemons inherit it,
@@ -105,34 +105,6 @@ trap teardown EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-# Prints the tail of the daemons' logs: on any failure, they say why.
-show_logs() {
-  local log
-  for log in "$sandbox"/log/*.log; do
-    [[ -s $log ]] || continue
-    echo "----- $(basename "$log") (last 15 lines)" >&2
-    tail -n 15 "$log" >&2
-  done
-}
-
-# wait_until <seconds> <daemon pid> <command...>: waits for the command (each try bounded
-# itself) to succeed; fails at once when the daemon dies, or when the time is up.
-wait_until() {
-  local deadline=$((SECONDS + $1)) pid="$2"
-  shift 2
-  until "$@" >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
-
-# daemon_failed <name> <pid> <what did not happen>: logs, then one line saying why, and skip.
-daemon_failed() {
-  show_logs
-  kill -0 "$2" 2>/dev/null && skip "$1 started but $3 (logs above)"
-  skip "$1 exited at start: $(grep -v '^\s*$' "$sandbox/log/$1.log" 2>/dev/null | tail -n 1)"
-}
-
 # Ports nobody listens on now (TCP, IPv4 and IPv6), picked at random so that parallel runs differ.
 listening_ports() {
   local local_address state
@@ -152,17 +124,8 @@ free_ports() {  # free_ports <how many>
 }
 
 # --- munge --------------------------------------------------------------------------------------
-mkdir -p "$sandbox"/{munge,log,state,spool,run}
-chmod 755 "$sandbox/munge"  # munged wants its socket's folder searchable by all
-head -c 1024 /dev/urandom >"$sandbox/munge/munge.key" && chmod 400 "$sandbox/munge/munge.key"
-socket="$sandbox/munge/munge.socket"
-munged --foreground --force --socket="$socket" --key-file="$sandbox/munge/munge.key" \
-       --pid-file="$sandbox/munge/munged.pid" --seed-file="$sandbox/munge/munged.seed" \
-       --log-file="$sandbox/log/munged.log" >>"$sandbox/log/munged.log" 2>&1 &
-munged_pid=$!
-disown  # teardown kills it; no job notices from bash
-munge_works() { timeout 5 munge -n -S "$socket" | timeout 5 unmunge -S "$socket"; }
-wait_until 10 "$munged_pid" munge_works || daemon_failed munged "$munged_pid" "no credential round trip in 10 s"
+start_munge
+mkdir -p "$sandbox/spool"
 
 # --- slurm.conf -----------------------------------------------------------------------------------
 read -r ctld_port slurmd_port < <(free_ports 2)
@@ -170,46 +133,19 @@ node=$(hostname -s 2>/dev/null || hostname)
 cpus=$(nproc)
 ((cpus < ranks)) && cpus=$ranks  # more tasks than cores is fine here: each gets fewer threads
 export SLURM_CONF="$sandbox/slurm.conf"
-: >"$sandbox/plugstack.conf"
-cat >"$SLURM_CONF" <<EOF
-# One node on loopback, made by tests/slurm/run_under_slurm.sh; gone when it exits.
-ClusterName=tessera
+{
+  echo "# One node on loopback, made by tests/slurm/run_under_slurm.sh; gone when it exits."
+  slurm_conf_common "$plugin_dir"
+  cat <<EOF
 SlurmctldHost=$node(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$socket
-StateSaveLocation=$sandbox/state
 SlurmdSpoolDir=$sandbox/spool
-SlurmctldPidFile=$sandbox/run/slurmctld.pid
 SlurmdPidFile=$sandbox/run/slurmd.pid
-SlurmctldDebug=info
-SlurmdDebug=info
-PluginDir=$plugin_dir
-PlugStackConfig=$sandbox/plugstack.conf
-TmpFS=$sandbox
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-MpiDefault=pmi2
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-# The node may claim more CPUs than the machine has: the tasks then share cores.
-SlurmdParameters=config_overrides
-ReturnToService=2
-InactiveLimit=0
-KillWait=5
-MinJobAge=10
-MailProg=/bin/true
 NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$node CPUs=$cpus State=UNKNOWN
 PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
+} >"$SLURM_CONF"
 
 # --- slurmctld and slurmd -------------------------------------------------------------------------
 slurmctld -D -i >>"$sandbox/log/slurmctld.log" 2>&1 &  # with -D and no LogFile, logs go to stderr
