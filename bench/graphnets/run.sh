@@ -31,12 +31,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib/common.sh"
 
-bench_arguments "$@" --
+bench_arguments "$@" -- apps/tessera-train apps/data/tessera-data
 train="$build/apps/tessera-train"
 make_data="$build/apps/data/tessera-data"
-for exe in "$train" "$make_data"; do
-  [[ -x $exe ]] || die "$exe is missing: cmake --build $build --target $(basename "$exe")"
-done
 if [[ ! -f $SKIMAGE_PHOTOS/astronaut.png || ! -f $SKIMAGE_PHOTOS/coffee.png ]]; then
   echo "tessera: skip: no scikit-image sample photographs in $SKIMAGE_PHOTOS (install python3-skimage)" >&2
   exit 77

@@ -25,7 +25,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib/common.sh"
 
-bench_arguments "$@" -- layers/bench_layers layers/bench_overlap
+bench_arguments "$@" -- bench/layers/bench_layers bench/layers/bench_overlap
 bench_layers="$build/bench/layers/bench_layers"
 bench_overlap="$build/bench/layers/bench_overlap"
 "$python" -c 'import torch' 2>/dev/null || die "$python has no torch: run scripts/setup-bench.sh (it prints the python to pass)"

@@ -38,12 +38,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib/common.sh"
 
-bench_arguments "$@" --
+bench_arguments "$@" -- apps/tessera-train apps/data/tessera-data
 train="$build/apps/tessera-train"
 make_data="$build/apps/data/tessera-data"
-for exe in "$train" "$make_data"; do
-  [[ -x $exe ]] || die "$exe is missing: cmake --build $build --target $(basename "$exe")"
-done
 source_dir="${SOURCE:-/usr/share/datasets/fashion-mnist}"
 if [[ ! -f $source_dir/train-images-idx3-ubyte.gz || ! -f $source_dir/train-labels-idx1-ubyte.gz ]]; then
   echo "tessera: skip: no Fashion-MNIST IDX files in $source_dir (install dataset-fashion-mnist)" >&2

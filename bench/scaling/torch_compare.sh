@@ -30,7 +30,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib/common.sh"
 
-bench_arguments "$@" -- scaling/bench_scaling layers/bench_layers
+bench_arguments "$@" -- bench/scaling/bench_scaling bench/layers/bench_layers
 bench_scaling="$build/bench/scaling/bench_scaling"
 bench_layers="$build/bench/layers/bench_layers"
 parts="${PARTS:-net dtensor}"

@@ -105,7 +105,8 @@ prepare_example_build() {
 # The arguments every bench/*/ script runner takes: <build dir> [python]. -h/--help prints
 # the calling script's header comment (exit 0), no argument prints it to stderr (exit 2).
 # Sets `build` (absolute) and `python` (default: the bench venv's); then checks that each
-# named bench binary of the build exists, e.g. bench_arguments "$@" -- layers/bench_layers.
+# named program of the build exists (paths in the build), e.g.
+#   bench_arguments "$@" -- bench/layers/bench_layers apps/tessera-train
 bench_arguments() {
   local script="${BASH_SOURCE[1]}"
   local header='NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }'
@@ -120,7 +121,7 @@ bench_arguments() {
   [[ $# -gt 0 ]] && shift
   local exe
   for exe in "$@"; do
-    [[ -x "$build/bench/$exe" ]] || die "$build/bench/$exe is missing: cmake --build $build --target $(basename "$exe")"
+    [[ -x "$build/$exe" ]] || die "$build/$exe is missing: cmake --build $build --target $(basename "$exe")"
   done
 }
 
