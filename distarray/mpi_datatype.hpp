@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "distarray/bf16.hpp"
+
 namespace tessera {
 
 template <class T>
@@ -21,6 +23,8 @@ template <> struct MpiDatatype<std::int32_t> { static MPI_Datatype get() { retur
 template <> struct MpiDatatype<std::uint32_t> { static MPI_Datatype get() { return MPI_UINT32_T; } };
 template <> struct MpiDatatype<std::int64_t> { static MPI_Datatype get() { return MPI_INT64_T; } };
 template <> struct MpiDatatype<std::uint64_t> { static MPI_Datatype get() { return MPI_UINT64_T; } };
+// bf16 moves as its two bytes: halos and gathers copy it; nothing reduces in bf16.
+template <> struct MpiDatatype<bf16> { static MPI_Datatype get() { return MPI_UINT16_T; } };
 
 template <class T>
 MPI_Datatype mpi_datatype() {
