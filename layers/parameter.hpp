@@ -9,11 +9,20 @@
 // summed only over the sample group (ranks holding the same tile of other samples), as is
 // a replicated parameter marked head_replica.
 // Optimizers reduce norms over the same ranks that share the tensor.
+//
+// Precision: `value` is what the layer computes with, in the model's element type T.
+// `grad` and `master` are always Compute<T> (fp32 for a bf16 model): gradients are summed
+// and reduced in fp32, and the optimizer updates the fp32 master weights, then
+// refresh_value() rounds them into `value` once per step. For an fp32 model master and
+// value are one allocation and refresh_value() does nothing.
 
 #include <Kokkos_Core.hpp>
 
+#include "distarray/bf16.hpp"
+
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -49,6 +58,8 @@ class ParameterPlanning {
 template <class T>
 struct Parameter {
   using View = Kokkos::View<T*, Kokkos::DefaultExecutionSpace::memory_space>;
+  using MasterView = Kokkos::View<Compute<T>*, Kokkos::DefaultExecutionSpace::memory_space>;
+  static constexpr bool kSeparateMaster = !std::is_same_v<T, Compute<T>>;
 
   std::string name;                   // "weight" or "bias": the state_dict key's last part
   std::vector<std::int64_t> shape;    // global shape (e.g. OIHW for a conv weight)
@@ -65,13 +76,15 @@ struct Parameter {
   // (gradient_group.hpp). Null: the grid the reduction is given. Set by the model.
   const ProcessGrid* grid = nullptr;
   View value;                         // this rank's elements, row-major over `extent`
-  View grad;                          // same layout; backward() adds into it
+  MasterView grad;                    // same layout; backward() adds into it
+  MasterView master;                  // the optimizer's copy; aliases value when T is Compute<T>
 
   Parameter() = default;
   Parameter(std::string param_name, std::vector<std::int64_t> global_shape, const std::string& owner)
       : name(std::move(param_name)), shape(global_shape), offset(global_shape.size(), 0), extent(global_shape),
         value(owner + "." + name, allocated_count(global_shape)),
-        grad(owner + "." + name + ".grad", allocated_count(global_shape)) {}
+        grad(owner + "." + name + ".grad", allocated_count(global_shape)),
+        master(make_master(value, owner + "." + name + ".master")) {}
 
   // A tiled parameter: this rank's block [offset, offset + extent) of a tensor of global
   // shape `global_shape`, held row-major over `extent`.
@@ -85,7 +98,8 @@ struct Parameter {
     p.extent = std::move(block_extent);
     p.sharing = Sharing::tiled;
     p.value = View(owner + "." + p.name, allocated_count(p.extent));
-    p.grad = View(owner + "." + p.name + ".grad", allocated_count(p.extent));
+    p.grad = MasterView(owner + "." + p.name + ".grad", allocated_count(p.extent));
+    p.master = make_master(p.value, owner + "." + p.name + ".master");
     return p;
   }
 
@@ -100,7 +114,32 @@ struct Parameter {
   // Elements this rank holds (or, built under ParameterPlanning, would hold).
   std::size_t local_elements() const { return element_count(extent); }
   std::size_t local_size() const { return value.extent(0); }
-  void zero_grad() const { Kokkos::deep_copy(grad, T(0)); }
+  void zero_grad() const { Kokkos::deep_copy(grad, Compute<T>(0)); }
+
+  // After the optimizer wrote `master`: the layer's copy follows (rounded to T).
+  void refresh_value() const {
+    if constexpr (kSeparateMaster) {
+      const View v = value;
+      const MasterView m = master;
+      Kokkos::parallel_for("param.refresh", Kokkos::RangePolicy<>(0, v.extent(0)),
+                           KOKKOS_LAMBDA(std::int64_t i) { v(i) = T(m(i)); });
+    }
+  }
+  // After something wrote `value` (initialisation, a checkpoint read in T): master follows.
+  void adopt_value() const {
+    if constexpr (kSeparateMaster) {
+      const View v = value;
+      const MasterView m = master;
+      Kokkos::parallel_for("param.adopt", Kokkos::RangePolicy<>(0, v.extent(0)),
+                           KOKKOS_LAMBDA(std::int64_t i) { m(i) = Compute<T>(v(i)); });
+    }
+  }
+
+ private:
+  static MasterView make_master(const View& value, const std::string& label) {
+    if constexpr (kSeparateMaster) return MasterView(label, value.extent(0));
+    else return value;
+  }
 };
 
 }  // namespace tessera::layers
