@@ -11,6 +11,7 @@
 
 #include "distarray/box.hpp"
 #include "distarray/distribution.hpp"
+#include "distarray/fill.hpp"
 #include "distarray/process_grid.hpp"
 
 namespace tessera {
@@ -64,8 +65,8 @@ class DistArray {
     return Kokkos::subview(view_, r(0), r(1), r(2), r(3));
   }
 
-  void fill(T value) const { Kokkos::deep_copy(owned(), value); }
-  void fill_window(T value) const { Kokkos::deep_copy(view_, value); }
+  void fill(T value) const { tessera::fill(owned(), value); }
+  void fill_window(T value) const { tessera::fill(view_, value); }
 
  private:
   const ProcessGrid* grid_;

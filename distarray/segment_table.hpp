@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "distarray/box.hpp"
+#include "distarray/kernel_label.hpp"
 
 namespace tessera {
 
@@ -118,7 +119,7 @@ void for_each_cell(const char* label, const SegmentTable<MemorySpace>& table, co
   const std::int64_t sn = table.stride_n, sc = table.stride_c, sh = table.stride_h;
   using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
   if constexpr (traversal == Traversal::planes) {
-    Kokkos::parallel_for(label, Policy(0, table.planes), KOKKOS_LAMBDA(const std::int64_t plane) {
+    Kokkos::parallel_for(kernel_label(label), Policy(0, table.planes), KOKKOS_LAMBDA(const std::int64_t plane) {
       const Segment& s = segments(detail::find_segment<true>(segments, plane));
       const std::int64_t p = plane - s.first_plane, eh = s.extent[H], ew = s.extent[W];
       std::int64_t x = s.window_offset + (p / s.extent[C]) * sn + (p % s.extent[C]) * sc;
@@ -127,7 +128,7 @@ void for_each_cell(const char* label, const SegmentTable<MemorySpace>& table, co
         for (std::int64_t w = 0; w < ew; ++w) op(x + w, b + w);
     });
   } else {
-    Kokkos::parallel_for(label, Policy(0, table.cells), KOKKOS_LAMBDA(const std::int64_t cell) {
+    Kokkos::parallel_for(kernel_label(label), Policy(0, table.cells), KOKKOS_LAMBDA(const std::int64_t cell) {
       const Segment& s = segments(detail::find_segment<false>(segments, cell));
       const std::int64_t i = cell - s.first_cell;
       const std::int64_t w = i % s.extent[W], r = i / s.extent[W];

@@ -17,6 +17,7 @@
 #include "distarray/dist_array.hpp"
 #include "distarray/finite_check.hpp"
 #include "distarray/hdf5_file.hpp"
+#include "distarray/kernel_label.hpp"
 
 namespace tessera {
 
@@ -61,7 +62,7 @@ std::size_t copy_checking_finite(const HostTile<T>& tile, const Owned& owned) {
     const std::int64_t channels = static_cast<std::int64_t>(tile.extent(1)), height = static_cast<std::int64_t>(tile.extent(2));
     std::size_t first = none;
     Kokkos::parallel_reduce(
-        "tessera::copy_checking_finite", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, rows),
+        kernel_label("tessera::copy_checking_finite"), Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, rows),
         [&](std::int64_t row, std::size_t& found) {
           const std::int64_t h = row % height, c = row / height % channels, n = row / height / channels;
           const std::size_t at = static_cast<std::size_t>(row) * width;

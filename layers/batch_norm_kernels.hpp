@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "distarray/fill.hpp"
+#include "distarray/kernel_label.hpp"
 #include "layers/cell_loop.hpp"
 
 namespace tessera::layers::batch_norm {
@@ -101,15 +103,15 @@ void channel_sums(const Op& op, const CellExtents& e, const ChannelTable<double>
     const Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums.data(),
                                                                                                  2 * channels);
     if (e.n * e.c == 0) {
-      Kokkos::deep_copy(result, 0.0);
+      tessera::fill(result, 0.0);
       return;
     }
-    Kokkos::parallel_reduce("tessera::batch_norm::channel_sums",
+    Kokkos::parallel_reduce(kernel_label("tessera::batch_norm::channel_sums"),
                             Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, e.n * e.c),
                             detail::HostChannelSums<Op>{static_cast<std::size_t>(2 * channels), op, e.c, e.h, e.w},
                             result);
   } else {
-    Kokkos::parallel_for("tessera::batch_norm::channel_sums",
+    Kokkos::parallel_for(kernel_label("tessera::batch_norm::channel_sums"),
                          Kokkos::TeamPolicy<>(static_cast<int>(channels), Kokkos::AUTO),
                          detail::DeviceChannelSums<Op>{op, e.h, e.w, e.n * e.h * e.w, sums});
   }
@@ -120,7 +122,7 @@ template <class Grad>
 void add_sums_to(const Grad& grad, const ChannelTable<double>& sums, int row) {
   using T = typename Grad::non_const_value_type;
   Kokkos::parallel_for(
-      "tessera::batch_norm::add_to_grad", Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, grad.extent(0)),
+      kernel_label("tessera::batch_norm::add_to_grad"), Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, grad.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t c) { grad(c) += static_cast<T>(sums(row, c)); });
 }
 

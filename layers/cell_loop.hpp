@@ -32,6 +32,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include "distarray/kernel_label.hpp"
 
 namespace tessera::layers {
 
@@ -277,11 +278,11 @@ void device_cells(const char* label, const CellExtents& e, const Op& op) {
   if (e.cells() <= 0) return;
   if (e.cells() <= std::int64_t(0x7fffffff)) {
     using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int>>;
-    Kokkos::parallel_for(label, Policy(0, static_cast<int>(e.cells())),
+    Kokkos::parallel_for(kernel_label(label), Policy(0, static_cast<int>(e.cells())),
                          DeviceCells<Op, int>{op, static_cast<int>(e.c), static_cast<int>(e.h), static_cast<int>(e.w)});
   } else {
     using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
-    Kokkos::parallel_for(label, Policy(0, e.cells()), DeviceCells<Op, std::int64_t>{op, e.c, e.h, e.w});
+    Kokkos::parallel_for(kernel_label(label), Policy(0, e.cells()), DeviceCells<Op, std::int64_t>{op, e.c, e.h, e.w});
   }
 }
 
@@ -295,7 +296,7 @@ void for_each_row(const char* label, const CellExtents& e, const Op& op) {
   namespace d = cell_loop_detail;
   if (e.cells() <= 0) return;
   if constexpr (d::on_host) {
-    Kokkos::parallel_for(label, d::HostRowPolicy(0, e.rows()), d::HostRows<Op>{op, e.c, e.h, e.w});
+    Kokkos::parallel_for(kernel_label(label), d::HostRowPolicy(0, e.rows()), d::HostRows<Op>{op, e.c, e.h, e.w});
   } else {
     d::device_cells(label, e, op);
   }
@@ -336,7 +337,7 @@ void for_each_cell(const char* label, const View& v, const F& f) {
   const CellExtents e = extents_of(v);
   if (e.cells() <= 0) return;
   if constexpr (d::on_host) {
-    Kokkos::parallel_for(label, d::HostRowPolicy(0, e.rows()), d::HostCells<F>{f, e.c, e.h, e.w});
+    Kokkos::parallel_for(kernel_label(label), d::HostRowPolicy(0, e.rows()), d::HostCells<F>{f, e.c, e.h, e.w});
   } else {
     d::device_cells(label, e, d::CellsAsRows<F>{f});
   }

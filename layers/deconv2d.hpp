@@ -43,6 +43,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/cell_loop.hpp"
 #include "layers/conv_backend.hpp"
 #include "layers/deconv2d_options.hpp"
@@ -109,7 +110,7 @@ struct AddChannelSums {
 template <class Grad, class Sums>
 void add_channel_sums(const Grad& dy, const Sums& sums) {
   const Kokkos::TeamPolicy<> one_team_per_channel(static_cast<int>(sums.extent(0)), Kokkos::AUTO);
-  Kokkos::parallel_for("tessera::deconv_bias_gradient", one_team_per_channel, AddChannelSums<Grad, Sums>{dy, sums});
+  Kokkos::parallel_for(kernel_label("tessera::deconv_bias_gradient"), one_team_per_channel, AddChannelSums<Grad, Sums>{dy, sums});
 }
 
 }  // namespace deconv_kernels

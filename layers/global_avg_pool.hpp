@@ -20,6 +20,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/cell_loop.hpp"
 #include "layers/group_sum.hpp"
 #include "layers/head_grid.hpp"
@@ -129,13 +130,13 @@ class GlobalAvgPool final : public Layer<T> {
     const gap_kernels::Plane plane({0, 0}, {owned.extent(N), owned.extent(C)});
     if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
       const CellExtents e = extents_of(xs);
-      Kokkos::parallel_for("tessera::gap_tile_sum", Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, e.n * e.c),
+      Kokkos::parallel_for(kernel_label("tessera::gap_tile_sum"), Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, e.n * e.c),
                            gap_kernels::HostTileSum<T, Sums>{rows_of(xs), sums, e.c, e.h, e.w});
     } else {
-      Kokkos::parallel_for("tessera::gap_tile_sum", plane, gap_kernels::TileSum<decltype(xs), Sums>{xs, sums});
+      Kokkos::parallel_for(kernel_label("tessera::gap_tile_sum"), plane, gap_kernels::TileSum<decltype(xs), Sums>{xs, sums});
     }
     sums_staging_.sum(sums, x.grid(), SumGroup::spatial, "gap");
-    Kokkos::parallel_for("tessera::gap_mean", plane,
+    Kokkos::parallel_for(kernel_label("tessera::gap_mean"), plane,
                          gap_kernels::Mean<Sums, decltype(ys)>{sums, ys, 1.0 / double(image[H] * image[W])});
     input_distribution_.emplace(x.distribution());
   }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/launch_size.hpp"
 #include "layers/nan_aware.hpp"
 
@@ -94,13 +95,13 @@ template <class F>
 void for_region(const char* label, Int samples, const Region& region, const F& f) {
   using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<3>, Kokkos::IndexType<Int>>;
   static_assert(launches_by_value<F, Policy>, "lcn: kernel arguments over CUDA's by-value limit");
-  Kokkos::parallel_for(label, Policy({0, region.h0, region.w0}, {samples, region.h1, region.w1}), f);
+  Kokkos::parallel_for(kernel_label(label), Policy({0, region.h0, region.w0}, {samples, region.h1, region.w1}), f);
 }
 
 template <class F>
 void for_cells(const char* label, Int samples, Int channels, const Region& region, const F& f) {
   using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<Int>>;
-  Kokkos::parallel_for(label, Policy({0, 0, region.h0, region.w0}, {samples, channels, region.h1, region.w1}), f);
+  Kokkos::parallel_for(kernel_label(label), Policy({0, 0, region.h0, region.w0}, {samples, channels, region.h1, region.w1}), f);
 }
 
 // ---- forward ------------------------------------------------------------------------------
@@ -142,7 +143,7 @@ void local_sigma(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, 
 inline void region_sums(const At<Plane>& plane, const Samples& sums, const Region& region, Acc factor) {
   const Int cols = region.cols();
   Kokkos::parallel_for(
-      "tessera::lcn::region_sums", Team(Int(sums.extent(0)), Kokkos::AUTO), KOKKOS_LAMBDA(const Team::member_type& team) {
+      kernel_label("tessera::lcn::region_sums"), Team(Int(sums.extent(0)), Kokkos::AUTO), KOKKOS_LAMBDA(const Team::member_type& team) {
         const Int n = team.league_rank();
         Acc total = 0;
         Kokkos::parallel_reduce(
@@ -155,7 +156,7 @@ inline void region_sums(const At<Plane>& plane, const Samples& sums, const Regio
 // values(n) *= factor.
 inline void scale(const Samples& values, Acc factor) {
   Kokkos::parallel_for(
-      "tessera::lcn::scale", Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, Int(values.extent(0))),
+      kernel_label("tessera::lcn::scale"), Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, Int(values.extent(0))),
       KOKKOS_LAMBDA(const Int n) { values(n) *= factor; });
 }
 
@@ -181,7 +182,7 @@ void divisor_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& si
                       Int channels, Acc floor) {
   const Int cols = owned.cols();
   Kokkos::parallel_for(
-      "tessera::lcn::divisor_gradient", Team(Int(dmu.extent(0)), Kokkos::AUTO),
+      kernel_label("tessera::lcn::divisor_gradient"), Team(Int(dmu.extent(0)), Kokkos::AUTO),
       KOKKOS_LAMBDA(const Team::member_type& team) {
         const Int n = team.league_rank();
         Acc total = 0;

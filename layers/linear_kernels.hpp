@@ -12,6 +12,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include "distarray/kernel_label.hpp"
 
 namespace tessera::layers::linear {
 
@@ -40,7 +41,7 @@ inline void gather_columns(const Vector& weight, const TileColumns& tile, const 
   const std::int64_t features = tile.features(), count = tile.count(), runs = tile.channels * tile.th,
                      tw = tile.tw;
   Kokkos::parallel_for(
-      "tessera::linear::gather_columns",
+      kernel_label("tessera::linear::gather_columns"),
       Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(block.extent(0)) * runs),
       KOKKOS_LAMBDA(const std::int64_t i) {
         const std::int64_t k = i / runs, r = i % runs;
@@ -55,7 +56,7 @@ inline void add_columns(const Matrix& block, const TileColumns& tile, const Vect
   const std::int64_t features = tile.features(), count = tile.count(), runs = tile.channels * tile.th,
                      tw = tile.tw;
   Kokkos::parallel_for(
-      "tessera::linear::add_columns",
+      kernel_label("tessera::linear::add_columns"),
       Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(block.extent(0)) * runs),
       KOKKOS_LAMBDA(const std::int64_t i) {
         const std::int64_t k = i / runs, r = i % runs;
@@ -73,7 +74,7 @@ void write_output(const float* sums, const Vector& bias, const Y& y) {
   const float* b = bias.data();
   const auto out = static_cast<std::int64_t>(y.extent(1));
   Kokkos::parallel_for(
-      "tessera::linear::write_output", Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(y.extent(0)) * out),
+      kernel_label("tessera::linear::write_output"), Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(y.extent(0)) * out),
       KOKKOS_LAMBDA(const std::int64_t i) {
         const std::int64_t n = i / out, k = i % out;
         y(n, k, 0, 0) = sums[i] + (with_bias ? b[k] : 0.0f);
@@ -83,7 +84,7 @@ void write_output(const float* sums, const Vector& bias, const Y& y) {
 // grad(k) += sum over n of dy(n, k); dy is samples x out with row stride ld.
 inline void add_bias_gradient(const float* dy, std::int64_t ld, std::int64_t samples, const Vector& grad) {
   Kokkos::parallel_for(
-      "tessera::linear::bias_gradient", Kokkos::RangePolicy<Index>(0, grad.extent(0)),
+      kernel_label("tessera::linear::bias_gradient"), Kokkos::RangePolicy<Index>(0, grad.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t k) {
         float sum = 0;
         for (std::int64_t n = 0; n < samples; ++n) sum += dy[n * ld + k];

@@ -18,6 +18,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include "distarray/kernel_label.hpp"
 
 namespace tessera::layers::local {
 
@@ -57,7 +58,7 @@ KOKKOS_INLINE_FUNCTION bool reads(Int cell, Int tap, Int stride, Int outputs, In
 template <class X>
 void gather_columns(const X& x, const Vector& columns, const Geometry& g, Int samples, Int bh, Int bw) {
   Kokkos::parallel_for(
-      "tessera::local::gather_columns", Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, bh * bw * samples * g.channels * g.kh),
+      kernel_label("tessera::local::gather_columns"), Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, bh * bw * samples * g.channels * g.kh),
       KOKKOS_LAMBDA(const Int row) {  // row = ((p * samples + n) * channels + c) * kh + r
         const Int r = row % g.kh, c = (row / g.kh) % g.channels, n = (row / (g.kh * g.channels)) % samples;
         const Int p = row / (g.kh * g.channels * samples), i = p / bw, j = p % bw;
@@ -72,7 +73,7 @@ void write_outputs(const Vector& products, const Vector& bias, const Y& y, const
   const Int samples = Int(y.extent(0)), bw = Int(y.extent(3));
   const bool with_bias = bias.extent(0) > 0;
   Kokkos::parallel_for(
-      "tessera::local::write_outputs", Cells({0, 0, 0, 0}, {samples, g.out, Int(y.extent(2)), bw}),
+      kernel_label("tessera::local::write_outputs"), Cells({0, 0, 0, 0}, {samples, g.out, Int(y.extent(2)), bw}),
       KOKKOS_LAMBDA(const Int n, const Int k, const Int i, const Int j) {
         const float b = with_bias ? bias(at.position(i, j) * g.out + k) : 0.0f;
         y(n, k, i, j) = products(((i * bw + j) * samples + n) * g.out + k) + b;
@@ -84,7 +85,7 @@ template <class Dy>
 void pack_gradient(const Dy& dy, const Vector& products, const Geometry& g) {
   const Int samples = Int(dy.extent(0)), bw = Int(dy.extent(3));
   Kokkos::parallel_for(
-      "tessera::local::pack_gradient", Cells({0, 0, 0, 0}, {samples, g.out, Int(dy.extent(2)), bw}),
+      kernel_label("tessera::local::pack_gradient"), Cells({0, 0, 0, 0}, {samples, g.out, Int(dy.extent(2)), bw}),
       KOKKOS_LAMBDA(const Int n, const Int k, const Int i, const Int j) {
         products(((i * bw + j) * samples + n) * g.out + k) = dy(n, k, i, j);
       });
@@ -99,7 +100,7 @@ template <class Dx>
 void scatter_columns(const Vector& columns, const Dx& dx, const Geometry& g, Int rows, Int cols) {
   const Int samples = Int(dx.extent(0)), width = Int(dx.extent(3));
   Kokkos::parallel_for(
-      "tessera::local::scatter_columns",
+      kernel_label("tessera::local::scatter_columns"),
       Cells3({0, 0, 0}, {samples, g.channels, Int(dx.extent(2))}),
       KOKKOS_LAMBDA(const Int n, const Int c, const Int ih) {
         for (Int iw = 0; iw < width; ++iw) dx(n, c, ih, iw) = 0;
@@ -136,7 +137,7 @@ void forward_direct(const X& x, const Vector& weight, const Vector& bias, const 
   const Int blocks = (g.out + kFilterBlock - 1) / kFilterBlock;
   const bool with_bias = bias.extent(0) > 0;
   Kokkos::parallel_for(
-      "tessera::local::forward_direct", Team(Int(y.extent(2)) * bw, Kokkos::AUTO),
+      kernel_label("tessera::local::forward_direct"), Team(Int(y.extent(2)) * bw, Kokkos::AUTO),
       KOKKOS_LAMBDA(const Team::member_type& team) {
         const Int i = team.league_rank() / bw, j = team.league_rank() % bw;
         const Int q = at.position(i, j);
@@ -169,7 +170,7 @@ template <class Dy, class Dx>
 void backward_data_direct(const Dy& dy, const Vector& weight, const Dx& dx, const Geometry& g) {
   const Int samples = Int(dx.extent(0)), rows = Int(dy.extent(2)), cols = Int(dy.extent(3)), width = Int(dx.extent(3));
   Kokkos::parallel_for(
-      "tessera::local::backward_data_direct",
+      kernel_label("tessera::local::backward_data_direct"),
       Kokkos::MDRangePolicy<Kokkos::Rank<2>, Kokkos::IndexType<Int>>({0, 0}, {g.channels, Int(dx.extent(2))}),
       KOKKOS_LAMBDA(const Int c, const Int ih) {
         for (Int n = 0; n < samples; ++n)
@@ -196,7 +197,7 @@ void backward_weights_direct(const X& x, const Dy& dy, const Vector& dweight, co
   const Int samples = Int(dy.extent(0)), cols = Int(dy.extent(3));
   const Int blocks = (g.out + kFilterBlock - 1) / kFilterBlock;
   Kokkos::parallel_for(
-      "tessera::local::backward_weights_direct", Team(Int(dy.extent(2)) * cols, Kokkos::AUTO),
+      kernel_label("tessera::local::backward_weights_direct"), Team(Int(dy.extent(2)) * cols, Kokkos::AUTO),
       KOKKOS_LAMBDA(const Team::member_type& team) {
         const Int i = team.league_rank() / cols, j = team.league_rank() % cols;
         float* dw = dweight.data() + team.league_rank() * g.matrix();
@@ -220,7 +221,7 @@ template <class Dy>
 void bias_gradient(const Dy& dy, const Vector& dbias, const Geometry& g) {
   const Int samples = Int(dy.extent(0)), cols = Int(dy.extent(3));
   Kokkos::parallel_for(
-      "tessera::local::bias_gradient",
+      kernel_label("tessera::local::bias_gradient"),
       Cells3({0, 0, 0}, {Int(dy.extent(2)), cols, g.out}),
       KOKKOS_LAMBDA(const Int i, const Int j, const Int k) {
         float sum = 0;

@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include "distarray/kernel_label.hpp"
 
 namespace tessera::layers::merge {
 
@@ -37,7 +38,7 @@ void rows(const char* label, const Dst& dst, const A& a, const B& b = B()) {
   using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<3>, Kokkos::IndexType<std::int64_t>>;
   const auto e = [&](int d) { return static_cast<std::int64_t>(dst.extent(d)); };
   if (e(0) * e(1) * e(2) * e(3) == 0) return;
-  Kokkos::parallel_for(label, Policy({0, 0, 0}, {e(0), e(1), e(2)}), RowKernel<op, Dst, A, B>{dst, a, b});
+  Kokkos::parallel_for(kernel_label(label), Policy({0, 0, 0}, {e(0), e(1), e(2)}), RowKernel<op, Dst, A, B>{dst, a, b});
 }
 
 }  // namespace tessera::layers::merge

@@ -19,12 +19,14 @@
 #include <Kokkos_Core.hpp>
 
 #include "distarray/bf16.hpp"
+#include "distarray/fill.hpp"
 
 #include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
+#include "distarray/kernel_label.hpp"
 
 namespace tessera {
 class ProcessGrid;
@@ -114,14 +116,14 @@ struct Parameter {
   // Elements this rank holds (or, built under ParameterPlanning, would hold).
   std::size_t local_elements() const { return element_count(extent); }
   std::size_t local_size() const { return value.extent(0); }
-  void zero_grad() const { Kokkos::deep_copy(grad, Compute<T>(0)); }
+  void zero_grad() const { tessera::fill(grad, Compute<T>(0)); }
 
   // After the optimizer wrote `master`: the layer's copy follows (rounded to T).
   void refresh_value() const {
     if constexpr (kSeparateMaster) {
       const View v = value;
       const MasterView m = master;
-      Kokkos::parallel_for("param.refresh", Kokkos::RangePolicy<>(0, v.extent(0)),
+      Kokkos::parallel_for(kernel_label("param.refresh"), Kokkos::RangePolicy<>(0, v.extent(0)),
                            KOKKOS_LAMBDA(std::int64_t i) { v(i) = T(m(i)); });
     }
   }
@@ -130,7 +132,7 @@ struct Parameter {
     if constexpr (kSeparateMaster) {
       const View v = value;
       const MasterView m = master;
-      Kokkos::parallel_for("param.adopt", Kokkos::RangePolicy<>(0, v.extent(0)),
+      Kokkos::parallel_for(kernel_label("param.adopt"), Kokkos::RangePolicy<>(0, v.extent(0)),
                            KOKKOS_LAMBDA(std::int64_t i) { m(i) = Compute<T>(v(i)); });
     }
   }

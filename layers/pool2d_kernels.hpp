@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/launch_size.hpp"
 #include "layers/nan_aware.hpp"
 #include "layers/pool2d_options.hpp"
@@ -485,7 +486,7 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
         host::with_stride(g.sw, [&](auto stride) {
           constexpr int S = decltype(stride)::value;
           Kokkos::parallel_for(
-              "tessera::pool2d_forward", Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * out_h),
+              kernel_label("tessera::pool2d_forward"), Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * out_h),
               [=](Int r) {
                 const Int oh = r % out_h, c = (r / out_h) % channels, n = r / (out_h * channels);
                 Code* code = nullptr;
@@ -505,7 +506,7 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
     Work<Cells<Code>, Cells<T>> cells;
     if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);
     if constexpr (K == PoolKind::l2) cells.norms = cells_of(work.norms);
-    Kokkos::parallel_for("tessera::pool2d_forward", Policy(0, batch * channels * out_h * out_w),
+    Kokkos::parallel_for(kernel_label("tessera::pool2d_forward"), Policy(0, batch * channels * out_h * out_w),
                          Functor{cells_of(x), cells_of(y), cells, g, rule, channels, out_h, out_w});
   });
 }
@@ -539,7 +540,7 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
         host::with_stride(g.sw, [&](auto stride) {
           constexpr int S = decltype(stride)::value;
           Kokkos::parallel_for(
-              "tessera::pool2d_backward", Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels),
+              kernel_label("tessera::pool2d_backward"), Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels),
               [=](Int p) {
                 const Int c = p % channels, n = p / channels;
                 const Code* code = nullptr;
@@ -561,7 +562,7 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
     Work<Cells<const Code>, Cells<const T>> cells;
     if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);
     if constexpr (K == PoolKind::l2) cells.norms = cells_of(work.norms);
-    Kokkos::parallel_for("tessera::pool2d_backward", Policy(0, batch * channels * in_h * in_w),
+    Kokkos::parallel_for(kernel_label("tessera::pool2d_backward"), Policy(0, batch * channels * in_h * in_w),
                          Functor{cells_of(x), cells_of(dy), cells_of(dx), cells, g, rule, channels, in_h, in_w,
                                  Int(dy.extent(2)), Int(dy.extent(3))});
   });

@@ -6,6 +6,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include "distarray/kernel_label.hpp"
 
 namespace tessera::models::tica {
 
@@ -22,7 +23,7 @@ template <class V>
 double squared_error(const V& x_hat, const V& x, const V& d_x_hat, float scale) {
   double sum = 0;
   Kokkos::parallel_reduce(
-      "tessera::tica::squared_error", cells_of(x_hat),
+      kernel_label("tessera::tica::squared_error"), cells_of(x_hat),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, double& s) {
         const float diff = x_hat(n, c, h, w) - x(n, c, h, w);
         s += double(diff) * double(diff);
@@ -37,7 +38,7 @@ template <class V>
 double cell_sum(const V& pooled) {
   double sum = 0;
   Kokkos::parallel_reduce(
-      "tessera::tica::cell_sum", cells_of(pooled),
+      kernel_label("tessera::tica::cell_sum"), cells_of(pooled),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, double& s) {
         s += double(pooled(n, c, h, w));
       },
@@ -49,7 +50,7 @@ double cell_sum(const V& pooled) {
 template <class V>
 void add_scaled(const V& into, const V& from, float alpha) {
   Kokkos::parallel_for(
-      "tessera::tica::add_scaled", cells_of(into),
+      kernel_label("tessera::tica::add_scaled"), cells_of(into),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
         into(n, c, h, w) += alpha * from(n, c, h, w);
       });
@@ -59,7 +60,7 @@ void add_scaled(const V& into, const V& from, float alpha) {
 template <class V>
 void add_constant(const V& into, float value) {
   Kokkos::parallel_for(
-      "tessera::tica::add_constant", cells_of(into),
+      kernel_label("tessera::tica::add_constant"), cells_of(into),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { into(n, c, h, w) += value; });
 }
 

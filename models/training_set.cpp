@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "distarray/finite_check.hpp"
+#include "distarray/kernel_label.hpp"
 #include "distarray/tile_io.hpp"
 #include "layers/scratch.hpp"
 #include "models/rank_agreement.hpp"
@@ -23,7 +24,7 @@ void scale_owned(const layers::Tensor<float>& array, float factor) {
   const auto owned = array.owned();
   using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for(
-      "tessera::scale_pixels",
+      kernel_label("tessera::scale_pixels"),
       Policy({0, 0, 0, 0}, {static_cast<std::int64_t>(owned.extent(0)), static_cast<std::int64_t>(owned.extent(1)),
                             static_cast<std::int64_t>(owned.extent(2)), static_cast<std::int64_t>(owned.extent(3))}),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { owned(n, c, h, w) *= factor; });

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/layer.hpp"
 #include "layers/loss/device_math.hpp"
 #include "layers/loss/grid_sum.hpp"
@@ -60,7 +61,7 @@ ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const Owned
   const auto cells = static_cast<std::int64_t>(x.extent(0)) * at.height * at.width;
   ClassSums sums;
   Kokkos::parallel_reduce(
-      "tessera::softmax_cross_entropy", Policy(0, cells),
+      kernel_label("tessera::softmax_cross_entropy"), Policy(0, cells),
       KOKKOS_LAMBDA(const std::int64_t i, ClassSums& s) {
         const std::int64_t n = at.n(i), h = at.h(i), w = at.w(i);
         const std::int64_t label = labels(n, h, w);
@@ -96,7 +97,7 @@ template <class T>
 void scale_owned_cells(const typename Tensor<T>::SubView& x, T factor) {
   using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for(
-      "tessera::rescale_gradient",
+      kernel_label("tessera::rescale_gradient"),
       Policy({0, 0, 0, 0}, {static_cast<std::int64_t>(x.extent(0)), static_cast<std::int64_t>(x.extent(1)),
                             static_cast<std::int64_t>(x.extent(2)), static_cast<std::int64_t>(x.extent(3))}),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { x(n, c, h, w) *= factor; });

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/layer.hpp"
 #include "layers/loss/grid_sum.hpp"
 #include "layers/loss/loss_inputs.hpp"
@@ -23,7 +24,7 @@ double squared_error_sum(const typename Tensor<T>::SubView& y, const OwnedTarget
                                     static_cast<std::int64_t>(y.extent(2)), static_cast<std::int64_t>(y.extent(3))});
   double sum = 0;
   Kokkos::parallel_reduce(
-      "tessera::mse", cells,
+      kernel_label("tessera::mse"), cells,
       KOKKOS_LAMBDA(const std::int64_t n, const std::int64_t c, const std::int64_t h, const std::int64_t w,
                     double& s) {
         const T diff = y(n, c, h, w) - target(n, c, h, w);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/loss/device_math.hpp"
 #include "layers/optim/optimizer.hpp"
 
@@ -51,7 +52,7 @@ void adam_update(const View& value, const View& grad, const View& exp_avg, const
                  const AdamCoefficients<T> c) {
   using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for(
-      "tessera::adam", Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
+      kernel_label("tessera::adam"), Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
         const T w = value(i) * c.shrink;
         const T g = grad(i) + c.l2 * value(i);
         const T m = c.beta1 * exp_avg(i) + (T(1) - c.beta1) * g;

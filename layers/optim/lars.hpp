@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "distarray/kernel_label.hpp"
 #include "distarray/process_grid.hpp"
 #include "layers/optim/norms.hpp"
 #include "layers/optim/optimizer.hpp"
@@ -49,7 +50,7 @@ template <class T, class View>
 void lars_update(const View& value, const View& grad, const View& velocity, const LarsCoefficients<T> c) {
   using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for(
-      "tessera::lars", Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
+      kernel_label("tessera::lars"), Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
         const T v = c.momentum * velocity(i) + c.scaled_lr * (grad(i) + c.weight_decay * value(i));
         velocity(i) = v;
         value(i) -= v;

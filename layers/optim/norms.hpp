@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "distarray/kernel_label.hpp"
 #include "distarray/process_grid.hpp"
 #include "layers/collectives.hpp"
 #include "layers/gradient_group.hpp"
@@ -42,7 +43,7 @@ SquaredNorms local_squared_norms(const View& value, const View& grad) {
   using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
   SquaredNorms sums;
   Kokkos::parallel_reduce(
-      "tessera::squared_norms", Policy(0, static_cast<std::int64_t>(value.extent(0))),
+      kernel_label("tessera::squared_norms"), Policy(0, static_cast<std::int64_t>(value.extent(0))),
       KOKKOS_LAMBDA(const std::int64_t i, SquaredNorms& s) {
         const double w = static_cast<double>(value(i)), g = static_cast<double>(grad(i));
         s.value += w * w;

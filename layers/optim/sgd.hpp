@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/optim/optimizer.hpp"
 
 namespace tessera::layers {
@@ -36,7 +37,7 @@ template <class T, class View>
 void sgd_update(const View& value, const View& grad, const View& buffer, const SgdCoefficients<T> c) {
   using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for(
-      "tessera::sgd", Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
+      kernel_label("tessera::sgd"), Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
         T g = grad(i) + c.weight_decay * value(i);
         if (c.momentum != T(0)) {
           const T b = c.first_step ? g : c.momentum * buffer(i) + (T(1) - c.dampening) * g;

@@ -532,7 +532,7 @@ TEST(GraphRegrid, ForwardThenBackwardIsTheIdentityAndAllocatesNothing) {
           regrid.forward(in, out);
           regrid.backward(out, back);
         }
-        heap = h.stop();
+        heap = h.stop().total;
         kokkos = k.stop().count;
       }
       EXPECT_EQ(kokkos, 0);
