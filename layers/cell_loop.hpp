@@ -330,6 +330,17 @@ double host_sum(const T* x, std::int64_t count) {
   return d::block_sum(x, count);
 }
 
+// Host only: the sum of plane (n, c) of x (height x width cells) in double, by host_sum: one
+// run of height * width cells where the rows follow each other (row stride == width: no
+// halo, the usual case), else a run per row.
+template <class T>
+double host_plane_sum(const Rows<const T>& x, std::int64_t n, std::int64_t c, std::int64_t height, std::int64_t width) {
+  if (x.sh == width || height == 1) return host_sum(x.row(n, c, 0), height * width);
+  double s = 0;
+  for (std::int64_t h = 0; h < height; ++h) s += host_sum(x.row(n, c, h), width);
+  return s;
+}
+
 // f(n, c, h, w) over every cell of a 4-D view: any functor, any layout of v.
 template <class View, class F>
 void for_each_cell(const char* label, const View& v, const F& f) {

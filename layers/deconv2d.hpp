@@ -59,33 +59,49 @@ namespace deconv_kernels {
 
 using Int = std::int64_t;
 
-// y over an output box from the full transposed output of its window, plus the bias.
-template <class Full, class Out, class Bias>
-struct Crop {
-  Full full;
-  Out y;
-  Bias bias;                 // extent 0: no bias
-  Int row_shift, col_shift;  // full's row / column of y's (0, 0) (may be negative)
-  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w) const {
-    const Int r = h + row_shift, q = w + col_shift;
-    typename Out::value_type v = bias.extent(0) ? bias(c) : 0;
-    if (r >= 0 && r < Int(full.extent(2)) && q >= 0 && q < Int(full.extent(3))) v += full(n, c, r, q);
-    y(n, c, h, w) = v;
+// Row op for the crop (y from the full transposed output, plus the bias) and the embed (the
+// owned dy into zeroed full-size scratch): dst(n, c, h, w) = base(c) + src(n, c, h + row_shift,
+// w + col_shift) where src has that cell, base(c) alone where it has not; base is the bias,
+// or 0 where `base` is empty. On the host a row is a fill, a vectorised copy and a fill.
+template <class T, class Base>
+struct ShiftedCopy {
+  Rows<const T> src;
+  Int src_rows, src_cols;
+  Rows<T> dst;
+  Int dst_cols;
+  Int row_shift, col_shift;
+  Base base;  // extent 0: no base
+  struct Row {
+    const T* src;  // the row of src that feeds this row of dst, or null
+    T* dst;
+    T base;
+    Int col_shift, lo, hi;  // dst columns [lo, hi) have a source column
+    KOKKOS_INLINE_FUNCTION void operator()(Int w) const {
+      dst[w] = src && w >= lo && w < hi ? base + src[w + col_shift] : base;
+    }
+    void host_row(Int width) const {
+      const Int a = src ? (lo < width ? lo : width) : width;
+      const Int b = src && hi > a ? hi : a;  // hi <= width
+      for (Int w = 0; w < a; ++w) dst[w] = base;
+      TESSERA_SIMD_LOOP
+      for (Int w = a; w < b; ++w) dst[w] = base + src[w + col_shift];
+      for (Int w = b; w < width; ++w) dst[w] = base;
+    }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(Int n, Int c, Int h) const {
+    const Int r = h + row_shift;
+    const Int lo = col_shift < 0 ? -col_shift : 0, far = src_cols - col_shift;
+    return {r >= 0 && r < src_rows ? src.row(n, c, r) : nullptr, dst.row(n, c, h),
+            base.extent(0) ? T(base(c)) : T(0), col_shift, lo, far < dst_cols ? far : dst_cols};
   }
 };
 
-// full = dy where dy has cells, zero elsewhere: every cell of full is written.
-template <class Grad, class Full>
-struct Embed {
-  Grad dy;
-  Full full;
-  Int row_shift, col_shift;  // dy's row / column of full's (0, 0) (may be negative)
-  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w) const {
-    const Int r = h + row_shift, q = w + col_shift;
-    const bool inside = r >= 0 && r < Int(dy.extent(2)) && q >= 0 && q < Int(dy.extent(3));
-    full(n, c, h, w) = inside ? dy(n, c, r, q) : 0;
-  }
-};
+template <class T, class Src, class Dst, class Base>
+void shifted_copy(const char* label, const Src& src, const Dst& dst, Int row_shift, Int col_shift, const Base& base) {
+  for_each_row(label, extents_of(dst),
+               ShiftedCopy<T, Base>{rows_of(src), Int(src.extent(2)), Int(src.extent(3)), rows_of(dst),
+                                    Int(dst.extent(3)), row_shift, col_shift, base});
+}
 
 // sums(c) += the sum of dy(n, c, h, w) over n, h, w, in double: one team per channel.
 template <class Grad, class Sums>
@@ -107,10 +123,32 @@ struct AddChannelSums {
   }
 };
 
+// Host: the same sums, a channel per iteration, each plane by host_plane_sum (vectorised).
+template <class T, class Sums>
+struct HostAddChannelSums {
+  Rows<const T> dy;
+  Sums sums;
+  Int samples, height, width;
+  void operator()(Int c) const {
+    double total = 0;
+    for (Int n = 0; n < samples; ++n) total += host_plane_sum(dy, n, c, height, width);
+    sums(c) += static_cast<typename Sums::value_type>(total);
+  }
+};
+
 template <class Grad, class Sums>
 void add_channel_sums(const Grad& dy, const Sums& sums) {
-  const Kokkos::TeamPolicy<> one_team_per_channel(static_cast<int>(sums.extent(0)), Kokkos::AUTO);
-  Kokkos::parallel_for(kernel_label("tessera::deconv_bias_gradient"), one_team_per_channel, AddChannelSums<Grad, Sums>{dy, sums});
+  if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
+    using T = typename Grad::value_type;
+    const CellExtents e = extents_of(dy);
+    Kokkos::parallel_for(kernel_label("tessera::deconv_bias_gradient"),
+                         Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, Int(sums.extent(0))),
+                         HostAddChannelSums<std::remove_const_t<T>, Sums>{rows_of(dy), sums, e.n, e.h, e.w});
+  } else {
+    const Kokkos::TeamPolicy<> one_team_per_channel(static_cast<int>(sums.extent(0)), Kokkos::AUTO);
+    Kokkos::parallel_for(kernel_label("tessera::deconv_bias_gradient"), one_team_per_channel,
+                         AddChannelSums<Grad, Sums>{dy, sums});
+  }
 }
 
 }  // namespace deconv_kernels
@@ -243,21 +281,17 @@ class Deconv2d final : public Layer<T> {
       backend_->backward_data(options_.geometry(), tensor_ref<const T>(x.local(window)), weight_.value.data(),
                               tensor_ref<T>(values));
     }
-    const auto ys = y.local(out);
     const typename Parameter<T>::View bias = bias_ ? bias_->value : typename Parameter<T>::View();
-    for_each_cell("tessera::deconv_crop", ys,
-                  deconv_kernels::Crop<Scratch, decltype(ys), typename Parameter<T>::View>{
-                      values, ys, bias, out.lo[H] - full.lo[H], out.lo[W] - full.lo[W]});
+    deconv_kernels::shifted_copy<T>("tessera::deconv_crop", values, y.local(out), out.lo[H] - full.lo[H],
+                                    out.lo[W] - full.lo[W], bias);
   }
 
   // The owned dy over `full` (zero outside the owned box), in scratch.
   Scratch embed(const Tensor<T>& dy, const Box& full) {
     const Scratch values = scratch(full.shape());
-    const auto dys = dy.owned();
     const Box owned = dy.owned_box();
-    for_each_cell("tessera::deconv_embed", values,
-                  deconv_kernels::Embed<decltype(dys), Scratch>{dys, values, full.lo[H] - owned.lo[H],
-                                                                full.lo[W] - owned.lo[W]});
+    deconv_kernels::shifted_copy<T>("tessera::deconv_embed", dy.owned(), values, full.lo[H] - owned.lo[H],
+                                    full.lo[W] - owned.lo[W], typename Parameter<T>::View());
     return values;
   }
 

@@ -56,9 +56,8 @@ struct Mean {
   }
 };
 
-// Host: sums(n, c) as TileSum, by host_sum (cell_loop.hpp: vectorised, fp32 within blocks
-// of 1024 cells, double across them). A plane whose rows follow each other (row stride ==
-// width: no halo, the usual case) is one run of H * W cells; otherwise each row is a run.
+// Host: sums(n, c) as TileSum, by host_plane_sum (cell_loop.hpp: vectorised, fp32 within
+// blocks of 1024 cells, double across them).
 template <class T, class Out>
 struct HostTileSum {
   Rows<const T> x;
@@ -66,13 +65,7 @@ struct HostTileSum {
   std::int64_t channels, height, width;
   void operator()(std::int64_t plane) const {
     const std::int64_t n = plane / channels, c = plane % channels;
-    double s = 0;
-    if (x.sh == width || height == 1) {
-      s = host_sum(x.row(n, c, 0), height * width);
-    } else {
-      for (std::int64_t h = 0; h < height; ++h) s += host_sum(x.row(n, c, h), width);
-    }
-    sums(n, c) = static_cast<T>(s);
+    sums(n, c) = static_cast<T>(host_plane_sum(x, n, c, height, width));
   }
 };
 
