@@ -3,6 +3,10 @@
 // and operands move between the caller's strided NCHW / dense OIHW memory and those
 // formats by cached reorders through per-role scratch buffers — no copy when the formats
 // already agree. Forward, backward-data and backward-weights share one descriptor setup.
+// After a shape's first call nothing is allocated: the caller's arrays are cached memory
+// objects pointed at each call's data, and primitives run through the C API with their
+// arguments in an array on the stack (the C++ API's execute builds a map, and a memory
+// object or a dims vector made per call allocates).
 
 #include <dnnl.hpp>
 
@@ -10,10 +14,10 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "layers/conv_backend.hpp"
+#include "layers/onednn/onednn_execute.hpp"
 
 namespace tessera::layers {
 namespace {
@@ -21,6 +25,8 @@ namespace {
 using dnnl::memory;
 using Dt = memory::data_type;
 using Tag = memory::format_tag;
+using onednn::arg;
+using onednn::run;
 
 memory::desc strided_desc(const Shape4& dims, const Index4& strides) {
   return memory::desc({dims[0], dims[1], dims[2], dims[3]}, Dt::f32, {strides[0], strides[1], strides[2], strides[3]});
@@ -49,6 +55,13 @@ struct Problem {
   std::optional<dnnl::convolution_backward_data> data;
   std::optional<dnnl::convolution_backward_weights::primitive_desc> weights_pd;
   std::optional<dnnl::convolution_backward_weights> weights;
+  // The formats each primitive chose, queried once: oneDNN 2's descriptor queries build a
+  // vector on every call. For backward, src/dst are the diff_src/diff_dst of data, and
+  // weights/bias the diff_weights/diff_bias of weights.
+  struct Formats {
+    memory::desc src, weights, bias, dst;
+  };
+  Formats forward_md, data_md, weights_md;
 
   Problem(const ProblemKey& k, const dnnl::engine& engine) : key(k) {
     const ConvGeometry& g = k.geometry;
@@ -70,6 +83,7 @@ struct Problem {
                                             any_desc(src_dims), any_desc(weights_dims), bias_desc(),
                                             any_desc(dst_dims), strides, dilates, padding, padding);
     forward_pd = dnnl::convolution_forward::primitive_desc(d, engine);
+    forward_md = {forward_pd.src_desc(), forward_pd.weights_desc(), memory::desc(), forward_pd.dst_desc()};
   }
 
   // A zero descriptor tells oneDNN "no bias".
@@ -82,6 +96,7 @@ struct Problem {
                                                   padding, padding);
     data_pd.emplace(d, engine, forward_pd);
     data.emplace(*data_pd);
+    data_md = {data_pd->diff_src_desc(), data_pd->weights_desc(), memory::desc(), data_pd->diff_dst_desc()};
   }
 
   void ensure_weights(const dnnl::engine& engine) {
@@ -91,12 +106,54 @@ struct Problem {
                                                      strides, dilates, padding, padding);
     weights_pd.emplace(d, engine, forward_pd);
     weights.emplace(*weights_pd);
+    weights_md = {weights_pd->src_desc(), weights_pd->diff_weights_desc(),
+                  key.with_bias ? weights_pd->diff_bias_desc() : memory::desc(), weights_pd->diff_dst_desc()};
   }
 };
 
 // Which operand a scratch buffer serves: two operands of one call never share a buffer,
 // even when their formats happen to coincide.
-enum class Role { source, weights, destination, weight_gradient, bias_gradient };
+enum class Role { source, weights, bias, destination, weight_gradient, bias_gradient };
+
+// The caller's arrays as memory objects, one per (role, dims, strides) made on first use,
+// then pointed at each call's data.
+class UserMemories {
+ public:
+  explicit UserMemories(const dnnl::engine& engine) : engine_(engine) {}
+
+  memory strided(Role role, const Shape4& dims, const Index4& strides, const void* data) {
+    for (const Entry& e : strided_)
+      if (e.role == role && e.dims == dims && e.strides == strides) return pointed(e.memory, data);
+    strided_.push_back({role, dims, strides, memory(strided_desc(dims, strides), engine_, const_cast<void*>(data))});
+    return strided_.back().memory;
+  }
+  memory dense(Role role, const memory::desc& desc, const void* data) {
+    for (const Dense& e : dense_)
+      if (e.role == role && e.memory.get_desc() == desc) return pointed(e.memory, data);
+    dense_.push_back({role, memory(desc, engine_, const_cast<void*>(data))});
+    return dense_.back().memory;
+  }
+
+ private:
+  // oneDNN reads inputs through a non-const handle but never writes them.
+  static memory pointed(const memory& m, const void* data) {
+    m.set_data_handle(const_cast<void*>(data));
+    return m;
+  }
+  struct Entry {
+    Role role;
+    Shape4 dims;
+    Index4 strides;
+    dnnl::memory memory;
+  };
+  struct Dense {
+    Role role;
+    dnnl::memory memory;
+  };
+  dnnl::engine engine_;
+  std::vector<Entry> strided_;
+  std::vector<Dense> dense_;
+};
 
 enum class Write { overwrite, accumulate };
 
@@ -108,8 +165,8 @@ class Staging {
   // The memory to give a primitive that reads `user` in format `wanted`.
   memory input(Role role, const memory::desc& wanted, const memory& user, dnnl::stream& stream) {
     if (wanted == user.get_desc()) return user;
-    memory from = user, inner = scratch(role, wanted);
-    reorder(from.get_desc(), wanted, Write::overwrite).execute(stream, from, inner);
+    const memory inner = scratch(role, wanted);
+    run(reorder(user.get_desc(), wanted, Write::overwrite), stream, {arg(DNNL_ARG_FROM, user), arg(DNNL_ARG_TO, inner)});
     return inner;
   }
 
@@ -121,8 +178,8 @@ class Staging {
   }
   void deliver(const memory& produced, const memory& user, Write write, dnnl::stream& stream) {
     if (write == Write::overwrite && produced.get_data_handle() == user.get_data_handle()) return;
-    memory from = produced, to = user;
-    reorder(from.get_desc(), to.get_desc(), write).execute(stream, from, to);
+    run(reorder(produced.get_desc(), user.get_desc(), write), stream,
+        {arg(DNNL_ARG_FROM, produced), arg(DNNL_ARG_TO, user)});
   }
 
  private:
@@ -160,11 +217,6 @@ class Staging {
   std::vector<CachedReorder> reorders_;
 };
 
-using Args = std::unordered_map<int, memory>;
-
-// oneDNN reads inputs through a non-const handle but never writes them.
-void* handle(const float* p) { return const_cast<float*>(p); }
-
 class OnednnConv final : public ConvBackend {
  public:
   std::string_view name() const override { return "onednn"; }
@@ -174,15 +226,15 @@ class OnednnConv final : public ConvBackend {
     Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr);
     expect_output(p, y.dims, "forward");
     if (!p.forward) p.forward.emplace(p.forward_pd);
-    const auto& pd = p.forward_pd;
-    const memory user_y(strided_desc(y.dims, y.strides), engine_, y.data);
-    const memory dst = staging_.output(Role::destination, pd.dst_desc(), user_y, Write::overwrite);
-    Args args{
-        {DNNL_ARG_SRC, staging_.input(Role::source, pd.src_desc(), memory(strided_desc(x.dims, x.strides), engine_, handle(x.data)), stream_)},
-        {DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights_desc(), memory(p.user_weights, engine_, handle(weight)), stream_)},
-        {DNNL_ARG_DST, dst}};
-    if (bias) args.insert({DNNL_ARG_BIAS, memory(p.user_bias, engine_, handle(bias))});
-    p.forward->execute(stream_, args);
+    const Problem::Formats& pd = p.forward_md;
+    const memory user_y = user_.strided(Role::destination, y.dims, y.strides, y.data);
+    const memory dst = staging_.output(Role::destination, pd.dst, user_y, Write::overwrite);
+    dnnl_exec_arg_t args[] = {
+        arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x.dims, x.strides, x.data), stream_)),
+        arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights, user_.dense(Role::weights, p.user_weights, weight), stream_)),
+        arg(DNNL_ARG_DST, dst), {DNNL_ARG_BIAS, nullptr}};
+    if (bias) args[3] = arg(DNNL_ARG_BIAS, user_.dense(Role::bias, p.user_bias, bias));
+    run(*p.forward, stream_, args, bias ? 4 : 3);
     staging_.deliver(dst, user_y, Write::overwrite, stream_);
     stream_.wait();
   }
@@ -192,13 +244,14 @@ class OnednnConv final : public ConvBackend {
     Problem& p = problem(g, dx.dims, dy.dims[C], false);
     expect_output(p, dy.dims, "backward data");
     p.ensure_data(engine_);
-    const auto& pd = *p.data_pd;
-    const memory user_dx(strided_desc(dx.dims, dx.strides), engine_, dx.data);
-    const memory diff_src = staging_.output(Role::source, pd.diff_src_desc(), user_dx, Write::overwrite);
-    p.data->execute(stream_, {
-        {DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.diff_dst_desc(), memory(strided_desc(dy.dims, dy.strides), engine_, handle(dy.data)), stream_)},
-        {DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights_desc(), memory(p.user_weights, engine_, handle(weight)), stream_)},
-        {DNNL_ARG_DIFF_SRC, diff_src}});
+    const Problem::Formats& pd = p.data_md;
+    const memory user_dx = user_.strided(Role::source, dx.dims, dx.strides, dx.data);
+    const memory diff_src = staging_.output(Role::source, pd.src, user_dx, Write::overwrite);
+    const dnnl_exec_arg_t args[] = {
+        arg(DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.dst, user_.strided(Role::destination, dy.dims, dy.strides, dy.data), stream_)),
+        arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights, user_.dense(Role::weights, p.user_weights, weight), stream_)),
+        arg(DNNL_ARG_DIFF_SRC, diff_src)};
+    run(*p.data, stream_, args);
     staging_.deliver(diff_src, user_dx, Write::overwrite, stream_);
     stream_.wait();
   }
@@ -208,22 +261,22 @@ class OnednnConv final : public ConvBackend {
     Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr);
     expect_output(p, dy.dims, "backward weights");
     p.ensure_weights(engine_);
-    const auto& pd = *p.weights_pd;
-    const memory user_dw(p.user_weights, engine_, dweight);
-    const memory diff_weights = staging_.output(Role::weight_gradient, pd.diff_weights_desc(), user_dw, Write::accumulate);
-    Args args{
-        {DNNL_ARG_SRC, staging_.input(Role::source, pd.src_desc(), memory(strided_desc(x.dims, x.strides), engine_, handle(x.data)), stream_)},
-        {DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.diff_dst_desc(), memory(strided_desc(dy.dims, dy.strides), engine_, handle(dy.data)), stream_)},
-        {DNNL_ARG_DIFF_WEIGHTS, diff_weights}};
-    std::optional<memory> user_db, diff_bias;
+    const Problem::Formats& pd = p.weights_md;
+    const memory user_dw = user_.dense(Role::weight_gradient, p.user_weights, dweight);
+    const memory diff_weights = staging_.output(Role::weight_gradient, pd.weights, user_dw, Write::accumulate);
+    dnnl_exec_arg_t args[] = {
+        arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x.dims, x.strides, x.data), stream_)),
+        arg(DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.dst, user_.strided(Role::destination, dy.dims, dy.strides, dy.data), stream_)),
+        arg(DNNL_ARG_DIFF_WEIGHTS, diff_weights), {DNNL_ARG_DIFF_BIAS, nullptr}};
+    memory user_db, diff_bias;
     if (dbias) {
-      user_db.emplace(p.user_bias, engine_, dbias);
-      diff_bias = staging_.output(Role::bias_gradient, pd.diff_bias_desc(), *user_db, Write::accumulate);
-      args.insert({DNNL_ARG_DIFF_BIAS, *diff_bias});
+      user_db = user_.dense(Role::bias_gradient, p.user_bias, dbias);
+      diff_bias = staging_.output(Role::bias_gradient, pd.bias, user_db, Write::accumulate);
+      args[3] = arg(DNNL_ARG_DIFF_BIAS, diff_bias);
     }
-    p.weights->execute(stream_, args);
+    run(*p.weights, stream_, args, dbias ? 4 : 3);
     staging_.deliver(diff_weights, user_dw, Write::accumulate, stream_);
-    if (dbias) staging_.deliver(*diff_bias, *user_db, Write::accumulate, stream_);
+    if (dbias) staging_.deliver(diff_bias, user_db, Write::accumulate, stream_);
     stream_.wait();
   }
 
@@ -245,6 +298,7 @@ class OnednnConv final : public ConvBackend {
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   Staging staging_{engine_};
+  UserMemories user_{engine_};
   std::vector<Problem> problems_;  // a handful per layer: interior, strips, whole tile
 };
 

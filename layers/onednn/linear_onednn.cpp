@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "layers/linear_backend.hpp"
+#include "layers/onednn/onednn_execute.hpp"
 
 namespace tessera::layers {
 namespace {
@@ -60,19 +61,25 @@ class OnednnLinear final : public LinearBackend {
         attr.set_post_ops(sum);
       }
       const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine_);
-      it = batched_.emplace(key, Batched{dnnl::matmul(pd), a_md, b_md, c_md}).first;
+      it = batched_.emplace(key, Batched{dnnl::matmul(pd), memory(a_md, engine_, nullptr), memory(b_md, engine_, nullptr),
+                                         memory(c_md, engine_, nullptr)})
+               .first;
     }
+    // The problem's memory objects, pointed at this call's operands: nothing is allocated
+    // after a shape's first call.
     const Batched& p = it->second;
-    memory a_mem(p.a, engine_, const_cast<float*>(a)), b_mem(p.b, engine_, const_cast<float*>(b)),
-        c_mem(p.c, engine_, c);
-    p.matmul.execute(stream_, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    p.a.set_data_handle(const_cast<float*>(a));
+    p.b.set_data_handle(const_cast<float*>(b));
+    p.c.set_data_handle(c);
+    onednn::run(p.matmul, stream_,
+                {onednn::arg(DNNL_ARG_SRC, p.a), onednn::arg(DNNL_ARG_WEIGHTS, p.b), onednn::arg(DNNL_ARG_DST, p.c)});
     stream_.wait();
   }
 
  private:
   struct Batched {
     dnnl::matmul matmul;
-    memory::desc a, b, c;
+    memory a, b, c;  // pointed at each call's operands
   };
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
