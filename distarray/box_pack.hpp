@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "distarray/cuda_launch_check.hpp"
 #include "distarray/box.hpp"
 #include "distarray/segment_table.hpp"
 
@@ -55,7 +56,7 @@ template <class ArrayView, class Buffer>
 void pack(const ArrayView& array, const Index4& origin, const PackLayout& layout, const Buffer& buffer) {
   const SegmentTable<typename ArrayView::memory_space> table(detail::held_box(array, origin), layout.boxes);
   pack(table, array, buffer);
-  typename ArrayView::execution_space().fence();  // callers hand the buffer to MPI next
+  fence_checked(typename ArrayView::execution_space());  // callers hand the buffer to MPI next
 }
 
 // The inverse of pack: write the boxes of `layout` from `buffer` into `array`.
@@ -63,7 +64,7 @@ template <class Buffer, class ArrayView>
 void unpack(const Buffer& buffer, const PackLayout& layout, const ArrayView& array, const Index4& origin) {
   const SegmentTable<typename ArrayView::memory_space> table(detail::held_box(array, origin), layout.boxes);
   unpack(table, array, buffer);
-  typename ArrayView::execution_space().fence();  // callers hand the array to the user next
+  fence_checked(typename ArrayView::execution_space());  // callers hand the array to the user next
 }
 
 }  // namespace tessera

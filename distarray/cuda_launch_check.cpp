@@ -34,6 +34,15 @@ void begin_kernel(const char* name, std::uint32_t /*device*/, std::uint64_t* id)
   *id = g_recent.count++;
 }
 
+// The last kernels launched, oldest first (up to kRecent), or "" before any.
+std::string recent_kernels() {
+  std::string names;
+  const std::uint64_t first = g_recent.count > kRecent ? g_recent.count - kRecent : 0;
+  for (std::uint64_t k = first; k < g_recent.count; ++k)
+    names += std::string(names.empty() ? "" : ", ") + g_recent.names[k % kRecent].data();
+  return names;
+}
+
 void end_kernel(std::uint64_t id) {
   cudaError_t rc = g_sync ? cudaDeviceSynchronize() : cudaSuccess;
   if (rc == cudaSuccess) rc = cudaGetLastError();
@@ -63,8 +72,23 @@ bool install_cuda_launch_checks() {
   tools::set_end_parallel_scan_callback(&end_kernel);
   return true;
 }
+
+void rethrow_naming_recent_kernels(const std::exception& e) {
+  const std::string recent = recent_kernels();
+  throw std::runtime_error(std::string(e.what()) +
+                           (recent.empty() ? std::string() : " (the last kernels launched: " + recent + ")"));
+}
 #else
 bool install_cuda_launch_checks() { return false; }
+void rethrow_naming_recent_kernels(const std::exception& e) { throw std::runtime_error(e.what()); }
 #endif
+
+void fence_all_checked() {
+  try {
+    Kokkos::fence();
+  } catch (const std::exception& e) {
+    rethrow_naming_recent_kernels(e);
+  }
+}
 
 }  // namespace tessera

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "distarray/cuda_launch_check.hpp"
 #include "distarray/box_pack.hpp"
 #include "distarray/dist_array.hpp"
 #include "distarray/mpi_datatype.hpp"
@@ -91,13 +92,13 @@ class Redistribution {
             const Array& to, const Table& to_table, StagedBuffer<T, MemorySpace>& in, const MpiCounts& in_counts) {
     using Exec = typename MemorySpace::execution_space;
     pack(from_table, from.window(), out.here());
-    Exec().fence();
+    fence_checked(Exec());
     out.to_host();
     MPI_Alltoallv(out.host_data(), out_counts.counts.data(), out_counts.displs.data(), mpi_datatype<T>(),
                   in.host_data(), in_counts.counts.data(), in_counts.displs.data(), mpi_datatype<T>(), comm_);
     in.from_host();
     unpack(to_table, to.window(), in.here());
-    Exec().fence();
+    fence_checked(Exec());
   }
 
   Distribution from_, to_;

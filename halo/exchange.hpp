@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "distarray/cuda_launch_check.hpp"
 #include "distarray/dist_array.hpp"
 #include "halo/boundary.hpp"
 #include "halo/pack.hpp"
@@ -89,7 +90,7 @@ class Exchange {
       pack_and_clear(outgoing_, window_, send_buffer_);
       set_cells(boundary_cells_, window_, T(0));
     }
-    execution_space().fence();  // the transport reads the buffer outside Kokkos
+    fence_checked(execution_space());  // the transport reads the buffer outside Kokkos
     transport_->post_sends(reinterpret_cast<const std::byte*>(send_buffer_.data()), send_envelopes_);
   }
 
@@ -104,7 +105,7 @@ class Exchange {
       if (mode_ == Mode::fill) unpack(group, window_, receive_buffer_);
       else unpack_add(group, window_, receive_buffer_);
     }
-    execution_space().fence();
+    fence_checked(execution_space());
   }
 
   // start() and finish() with nothing in between.

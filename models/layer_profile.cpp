@@ -1,3 +1,4 @@
+#include "distarray/cuda_launch_check.hpp"
 #include "models/layer_profile.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -53,13 +54,13 @@ std::vector<LayerTiming> profile_layers(std::string_view model, const Shape4& in
     add_gaussian_noise(dy, 1.0, 12, static_cast<std::int64_t>(i) + 1);
     std::vector<double> forward, backward;
     for (int r = 0; r <= repeats; ++r) {  // r == 0: warm-up (library plans, first touch)
-      Kokkos::fence();
+      fence_all_checked();
       const double t0 = now(clock);
       layer->forward(x, y);
-      Kokkos::fence();
+      fence_all_checked();
       const double t1 = now(clock);
       layer->backward(dy, dx);
-      Kokkos::fence();
+      fence_all_checked();
       const double t2 = now(clock);
       if (r > 0) forward.push_back(t1 - t0), backward.push_back(t2 - t1);
     }

@@ -1,3 +1,4 @@
+#include "distarray/cuda_launch_check.hpp"
 #include "models/trainer.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -255,7 +256,7 @@ class Run {
   // The end of every step, after the optimizer: the rate used and the step's times.
   StepMetrics& finish_timing(StepMetrics& m, double t0, double halo0) const {
     m.lr = optimizer_->lr();
-    Kokkos::fence();
+    fence_all_checked();
     m.seconds = now() - t0;
     m.halo_seconds = halo::exposed_wait_seconds() - halo0;
     m.images_per_second = static_cast<double>(o_.batch) / m.seconds;
@@ -275,7 +276,7 @@ class Run {
     m.accuracy = std::nan("");
     m.stage = tica_->settings().mode == TicaMode::greedy ? static_cast<std::int64_t>(stages.front()) : -1;
     if (!std::isfinite(m.loss)) throw TrainingStopped(non_finite(m.loss, s));
-    Kokkos::fence();
+    fence_all_checked();
     beat(s, "gradient allreduce");
     const std::vector<layers::Parameter<float>*> trained = tica_->trained_parameters(stages);
     m.reduce_seconds = training_step_.reduce(trained);

@@ -1,3 +1,4 @@
+#include "distarray/cuda_launch_check.hpp"
 #include "models/training_step.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -25,7 +26,7 @@ void TrainingStep::backward() {
     });
   } else {
     model_.backward(model_.output_gradient());
-    Kokkos::fence();
+    fence_all_checked();
   }
 }
 
