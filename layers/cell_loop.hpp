@@ -19,8 +19,9 @@
 // per thread. Views reach kernels as Rows<T> (a data pointer and three strides; w has
 // stride 1), so the vectoriser sees unit-stride rows whatever the window.
 //
-// for_each_cell(label, view, f) keeps the cell form f(n, c, h, w) for kernels that gather
-// from windows (pooling, deconv's crop): the same row/flat layout, without the SIMD hint.
+// for_each_cell(label, view or extents, f) keeps the cell form f(n, c, h, w) for kernels
+// that gather from windows or transpose (pooling, local's GEMM layout): the same row/flat
+// layout, without the SIMD hint; sum_each_cell(label, extents, f, result) is its reduction.
 // Functors, not lambdas in members: CUDA allows extended lambdas only outside class members.
 
 #include <Kokkos_Core.hpp>
@@ -33,6 +34,7 @@
 #include <type_traits>
 #include <utility>
 #include "distarray/kernel_label.hpp"
+#include "layers/launch_size.hpp"
 
 namespace tessera::layers {
 
@@ -273,6 +275,30 @@ struct CellsAsRows {
   }
 };
 
+// Reductions over cells: f(n, c, h, w, partial) adds into the partial result (a scalar, or
+// a struct with += as the losses' sums). The host sums row by row, the device cell by cell
+// with w the fastest index.
+template <class F, class R>
+struct HostRowsSum {
+  using value_type = R;
+  F f;
+  std::int64_t channels, height, width;
+  void operator()(std::int64_t row, R& partial) const {
+    const std::int64_t h = row % height, nc = row / height, n = nc / channels, c = nc % channels;
+    for (std::int64_t w = 0; w < width; ++w) f(n, c, h, w, partial);
+  }
+};
+template <class F, class R, class I>
+struct DeviceCellsSum {
+  using value_type = R;
+  F f;
+  I channels, height, width;
+  KOKKOS_INLINE_FUNCTION void operator()(const I i, R& partial) const {
+    const I w = i % width, row = i / width, h = row % height, nc = row / height;
+    f(nc / channels, nc % channels, h, w, partial);
+  }
+};
+
 template <class Op>
 void device_cells(const char* label, const CellExtents& e, const Op& op) {
   if (e.cells() <= 0) return;
@@ -341,16 +367,54 @@ double host_plane_sum(const Rows<const T>& x, std::int64_t n, std::int64_t c, st
   return s;
 }
 
-// f(n, c, h, w) over every cell of a 4-D view: any functor, any layout of v.
-template <class View, class F>
-void for_each_cell(const char* label, const View& v, const F& f) {
+// Whether for_each_cell's CUDA kernel for the cell functor F passes its arguments by value
+// (layers/launch_size.hpp); always true on the host.
+template <class F>
+inline constexpr bool cell_kernel_by_value =
+    launches_by_value<cell_loop_detail::DeviceCells<cell_loop_detail::CellsAsRows<F>, int>,
+                      Kokkos::RangePolicy<cell_loop_detail::Exec, Kokkos::IndexType<int>>>;
+
+// f(n, c, h, w) for every cell of extents e (indices from 0): any functor. Kernels whose
+// cells are not one view's (an offset region, a transposing copy) name their extents.
+template <class F>
+void for_each_cell(const char* label, const CellExtents& e, const F& f) {
   namespace d = cell_loop_detail;
-  const CellExtents e = extents_of(v);
   if (e.cells() <= 0) return;
   if constexpr (d::on_host) {
     Kokkos::parallel_for(kernel_label(label), d::HostRowPolicy(0, e.rows()), d::HostCells<F>{f, e.c, e.h, e.w});
   } else {
     d::device_cells(label, e, d::CellsAsRows<F>{f});
+  }
+}
+
+// f(n, c, h, w) over every cell of a 4-D view: any functor, any layout of v.
+template <class View, class F>
+void for_each_cell(const char* label, const View& v, const F& f) {
+  for_each_cell(label, extents_of(v), f);
+}
+
+// The sum over every cell of extents e of what f(n, c, h, w, partial) adds to its partial
+// result, into `result` (overwritten). R: double, or a struct with += (and the volatile +=
+// Kokkos 3 joins with). The order of the additions differs between backends and thread
+// counts, as any parallel sum's.
+template <class R, class F>
+void sum_each_cell(const char* label, const CellExtents& e, const F& f, R& result) {
+  namespace d = cell_loop_detail;
+  result = R{};
+  if (e.cells() <= 0) return;
+  if constexpr (d::on_host) {
+    Kokkos::parallel_reduce(kernel_label(label), d::HostRowPolicy(0, e.rows()),
+                            d::HostRowsSum<F, R>{f, e.c, e.h, e.w}, result);
+  } else if (e.cells() <= std::int64_t(0x7fffffff)) {
+    using Policy = Kokkos::RangePolicy<d::Exec, Kokkos::IndexType<int>>;
+    Kokkos::parallel_reduce(kernel_label(label), Policy(0, static_cast<int>(e.cells())),
+                            d::DeviceCellsSum<F, R, int>{f, static_cast<int>(e.c), static_cast<int>(e.h),
+                                                         static_cast<int>(e.w)},
+                            result);
+  } else {
+    using Policy = Kokkos::RangePolicy<d::Exec, Kokkos::IndexType<std::int64_t>>;
+    Kokkos::parallel_reduce(kernel_label(label), Policy(0, e.cells()),
+                            d::DeviceCellsSum<F, R, std::int64_t>{f, e.c, e.h, e.w}, result);
   }
 }
 

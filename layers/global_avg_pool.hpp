@@ -32,16 +32,22 @@ namespace tessera::layers {
 
 namespace gap_kernels {
 
-// sums(n, c) = sum of x(n, c, :, :) over this rank's tile.
+// sums(n, c) = sum of x(n, c, :, :) over this rank's tile, in double: a team per (n, c)
+// plane, its threads striding the plane with w fastest (device builds).
 template <class In, class Out>
 struct TileSum {
   In x;
   Out sums;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c) const {
-    typename Out::non_const_value_type s = 0;
-    for (std::int64_t h = 0; h < std::int64_t(x.extent(2)); ++h)
-      for (std::int64_t w = 0; w < std::int64_t(x.extent(3)); ++w) s += x(n, c, h, w);
-    sums(n, c) = s;
+  std::int64_t channels;
+  using Team = Kokkos::TeamPolicy<>::member_type;
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const std::int64_t n = team.league_rank() / channels, c = team.league_rank() % channels;
+    const std::int64_t width = std::int64_t(x.extent(3));
+    double total = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, std::int64_t(x.extent(2)) * width),
+        [&](const std::int64_t i, double& s) { s += static_cast<double>(x(n, c, i / width, i % width)); }, total);
+    Kokkos::single(Kokkos::PerTeam(team), [&] { sums(n, c) = static_cast<typename Out::value_type>(total); });
   }
 };
 
@@ -51,7 +57,7 @@ struct Mean {
   Sums sums;
   Out y;
   double factor;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c) const {
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t, std::int64_t) const {
     y(n, c, 0, 0) = static_cast<typename Out::non_const_value_type>(sums(n, c) * factor);
   }
 };
@@ -86,8 +92,6 @@ struct Spread {
   }
 };
 
-using Plane = Kokkos::MDRangePolicy<Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>;
-
 }  // namespace gap_kernels
 
 template <class T>
@@ -120,17 +124,17 @@ class GlobalAvgPool final : public Layer<T> {
     const Sums& sums = sized(sums_, "tessera::gap_sums", owned.extent(N), owned.extent(C));  // TileSum writes all
     const auto xs = x.owned();
     const auto ys = y.owned();
-    const gap_kernels::Plane plane({0, 0}, {owned.extent(N), owned.extent(C)});
+    const CellExtents e = extents_of(xs);
     if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
-      const CellExtents e = extents_of(xs);
       Kokkos::parallel_for(kernel_label("tessera::gap_tile_sum"), Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, e.n * e.c),
                            gap_kernels::HostTileSum<T, Sums>{rows_of(xs), sums, e.c, e.h, e.w});
-    } else {
-      Kokkos::parallel_for(kernel_label("tessera::gap_tile_sum"), plane, gap_kernels::TileSum<decltype(xs), Sums>{xs, sums});
+    } else if (e.n * e.c > 0) {
+      Kokkos::parallel_for(kernel_label("tessera::gap_tile_sum"), Kokkos::TeamPolicy<>(static_cast<int>(e.n * e.c), Kokkos::AUTO),
+                           gap_kernels::TileSum<decltype(xs), Sums>{xs, sums, e.c});
     }
     sums_staging_.sum(sums, x.grid(), SumGroup::spatial, "gap");
-    Kokkos::parallel_for(kernel_label("tessera::gap_mean"), plane,
-                         gap_kernels::Mean<Sums, decltype(ys)>{sums, ys, 1.0 / double(image[H] * image[W])});
+    for_each_cell("tessera::gap_mean", CellExtents{owned.extent(N), owned.extent(C), 1, 1},
+                  gap_kernels::Mean<Sums, decltype(ys)>{sums, ys, 1.0 / double(image[H] * image[W])});
     input_distribution_.emplace(x.distribution());
   }
 

@@ -146,7 +146,7 @@ class LocalContrastNorm final : public Layer<T> {
 
  private:
   lcn::Stencil stencil(const Shape4& image) const {
-    return {gaussian_, options_.radius(), image[H], image[W], image[C]};
+    return {gaussian_.data(), options_.radius(), image[H], image[W], image[C]};
   }
 
   static lcn::Region region(const Box& b) { return {b.lo[H], b.hi[H], b.lo[W], b.hi[W]}; }

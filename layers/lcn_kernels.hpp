@@ -19,8 +19,10 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <stdexcept>
 
 #include "distarray/kernel_label.hpp"
+#include "layers/cell_loop.hpp"
 #include "layers/launch_size.hpp"
 #include "layers/nan_aware.hpp"
 
@@ -56,10 +58,43 @@ At<View> at(const View& v, Int h0, Int w0) {
   return {v, h0, w0};
 }
 
+// At as a pointer and strides (w contiguous): what a kernel that reads many arrays
+// captures instead of views, which on CUDA carry extents, strides and a reference count
+// each and would push its arguments over the by-value limit (launch_size.hpp).
+template <class T>
+struct AtCells {  // (n, c, h, w)
+  T* data;
+  Int sn, sc, sh, h0, w0;
+  KOKKOS_INLINE_FUNCTION T& operator()(Int n, Int c, Int h, Int w) const {
+    return data[n * sn + c * sc + (h - h0) * sh + (w - w0)];
+  }
+};
+template <class T>
+struct AtPlane {  // (n, h, w)
+  T* data;
+  Int sn, sh, h0, w0;
+  KOKKOS_INLINE_FUNCTION T& operator()(Int n, Int h, Int w) const { return data[n * sn + (h - h0) * sh + (w - w0)]; }
+};
+template <class View>
+AtCells<typename View::value_type> cells_of(const At<View>& a) {
+  static_assert(View::rank == 4, "cells_of: an (n, c, h, w) view");
+  if (a.v.extent(3) > 1 && a.v.stride(3) != 1) throw std::logic_error("lcn: a cell array's rows are not contiguous");
+  return {a.v.data(), Int(a.v.stride(0)), Int(a.v.stride(1)), Int(a.v.stride(2)), a.h0, a.w0};
+}
+template <class View>
+AtPlane<typename View::value_type> plane_of(const At<View>& a) {
+  static_assert(View::rank == 3, "plane_of: an (n, h, w) view");
+  if (a.v.extent(2) > 1 && a.v.stride(2) != 1) throw std::logic_error("lcn: a plane's rows are not contiguous");
+  return {a.v.data(), Int(a.v.stride(0)), Int(a.v.stride(1)), a.h0, a.w0};
+}
+
 // The Gaussian window over an image of height x width cells and `channels` maps.
+// Holds its weights by pointer (the layer keeps the view): kernels that read many arrays
+// must stay under CUDA's by-value argument limit (launch_size.hpp).
 struct Stencil {
-  Kokkos::View<const Acc*, Space> a;  // k weights, sum 1; the 2-D window is a(p) * a(q)
+  const Acc* weights;  // k weights, sum 1; the 2-D window is a(p) * a(q)
   Int r, height, width, channels;
+  KOKKOS_INLINE_FUNCTION Acc a(Int p) const { return weights[p]; }
 
   // Taps p in [first, last) put row (or column) `at` + p - r inside [0, size).
   KOKKOS_INLINE_FUNCTION Int first(Int at) const { return at >= r ? 0 : r - at; }
@@ -87,21 +122,32 @@ KOKKOS_INLINE_FUNCTION Acc divisor(Acc mu, Acc sigma, Acc floor) {
   return w == Winner::sigma ? sigma : w == Winner::mean ? mu : floor;
 }
 
-// for_region checks that the kernel's arguments go by value on CUDA (launch_size.hpp).
-// for_cells cannot yet: centred_gradient's eight views and stencil exceed the limit (the
-// check fails to compile there), so it pays a constant-memory copy per launch on CUDA
-// until it holds pointers and strides (docs/performance.md, "The first GPU run").
+// The cells of a region as for_each_cell's cells (layers/cell_loop.hpp: rows on the host,
+// one cell per thread with w fastest on CUDA), handed to f in global (h, w).
+template <class F>
+struct InRegion {  // f(n, c, h, w)
+  F f;
+  Int h0, w0;
+  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w) const { f(n, c, h0 + h, w0 + w); }
+};
+template <class F>
+struct InRegionPlane {  // f(n, h, w): one plane per sample
+  F f;
+  Int h0, w0;
+  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int, Int h, Int w) const { f(n, h0 + h, w0 + w); }
+};
+
+// Both check that their kernels' arguments go by value on CUDA (launch_size.hpp).
 template <class F>
 void for_region(const char* label, Int samples, const Region& region, const F& f) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<3>, Kokkos::IndexType<Int>>;
-  static_assert(launches_by_value<F, Policy>, "lcn: kernel arguments over CUDA's by-value limit");
-  Kokkos::parallel_for(kernel_label(label), Policy({0, region.h0, region.w0}, {samples, region.h1, region.w1}), f);
+  static_assert(cell_kernel_by_value<InRegionPlane<F>>, "lcn: kernel arguments over CUDA's by-value limit");
+  for_each_cell(label, CellExtents{samples, 1, region.rows(), region.cols()}, InRegionPlane<F>{f, region.h0, region.w0});
 }
 
 template <class F>
 void for_cells(const char* label, Int samples, Int channels, const Region& region, const F& f) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<Int>>;
-  Kokkos::parallel_for(kernel_label(label), Policy({0, 0, region.h0, region.w0}, {samples, channels, region.h1, region.w1}), f);
+  static_assert(cell_kernel_by_value<InRegion<F>>, "lcn: kernel arguments over CUDA's by-value limit");
+  for_each_cell(label, CellExtents{samples, channels, region.rows(), region.cols()}, InRegion<F>{f, region.h0, region.w0});
 }
 
 // ---- forward ------------------------------------------------------------------------------
@@ -218,9 +264,15 @@ inline void sigma_gradient(const At<Plane>& sigma, const At<Plane>& grad, const 
 // dy / d on owned cells, plus 2 v * (the Gaussian-weighted sum of grad over the owned
 // (h', w') whose window holds (h, w)).
 template <class X, class Dy>
-void centred_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Samples& mu,
-                      const At<Dy>& dy, const At<Plane>& grad, const At<Volume>& dv, const Stencil& st,
+void centred_gradient(const At<X>& x_at, const At<Plane>& mean_at, const At<Plane>& sigma_at, const Samples& mu_view,
+                      const At<Dy>& dy_at, const At<Plane>& grad_at, const At<Volume>& dv_at, const Stencil& st,
                       const Region& ring, const Region& owned, Int samples, Acc floor) {
+  // Eight arrays: pointers and strides, not views (for_cells' by-value check).
+  const auto x = cells_of(x_at);
+  const auto dy = cells_of(dy_at);
+  const auto dv = cells_of(dv_at);
+  const auto mean = plane_of(mean_at), sigma = plane_of(sigma_at), grad = plane_of(grad_at);
+  const Acc* mu = mu_view.data();
   for_cells("tessera::lcn::centred_gradient", samples, st.channels, ring,
             KOKKOS_LAMBDA(const Int n, const Int c, const Int h, const Int w) {
               Acc spread = 0;
@@ -231,7 +283,7 @@ void centred_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& si
                 }
               const Acc v = Acc(x(n, c, h, w)) - mean(n, h, w);
               Acc direct = 0;
-              if (owned.contains(h, w)) direct = Acc(dy(n, c, h, w)) / divisor(mu(n), sigma(n, h, w), floor);
+              if (owned.contains(h, w)) direct = Acc(dy(n, c, h, w)) / divisor(mu[n], sigma(n, h, w), floor);
               dv(n, c, h, w) = direct + 2 * v * spread;
             });
 }

@@ -19,13 +19,13 @@
 
 #include <cstdint>
 #include "distarray/kernel_label.hpp"
+#include "layers/cell_loop.hpp"
 
 namespace tessera::layers::local {
 
 using Int = std::int64_t;
 using Space = Kokkos::DefaultExecutionSpace::memory_space;
 using Vector = Kokkos::View<float*, Space>;
-using Cells = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<Int>>;
 using Cells3 = Kokkos::MDRangePolicy<Kokkos::Rank<3>, Kokkos::IndexType<Int>>;
 using Team = Kokkos::TeamPolicy<Kokkos::IndexType<Int>>;
 
@@ -72,8 +72,8 @@ template <class Y>
 void write_outputs(const Vector& products, const Vector& bias, const Y& y, const Geometry& g, const SliceOffset& at) {
   const Int samples = Int(y.extent(0)), bw = Int(y.extent(3));
   const bool with_bias = bias.extent(0) > 0;
-  Kokkos::parallel_for(
-      kernel_label("tessera::local::write_outputs"), Cells({0, 0, 0, 0}, {samples, g.out, Int(y.extent(2)), bw}),
+  for_each_cell(
+      "tessera::local::write_outputs", y,
       KOKKOS_LAMBDA(const Int n, const Int k, const Int i, const Int j) {
         const float b = with_bias ? bias(at.position(i, j) * g.out + k) : 0.0f;
         y(n, k, i, j) = products(((i * bw + j) * samples + n) * g.out + k) + b;
@@ -84,8 +84,8 @@ void write_outputs(const Vector& products, const Vector& bias, const Y& y, const
 template <class Dy>
 void pack_gradient(const Dy& dy, const Vector& products, const Geometry& g) {
   const Int samples = Int(dy.extent(0)), bw = Int(dy.extent(3));
-  Kokkos::parallel_for(
-      kernel_label("tessera::local::pack_gradient"), Cells({0, 0, 0, 0}, {samples, g.out, Int(dy.extent(2)), bw}),
+  for_each_cell(
+      "tessera::local::pack_gradient", dy,
       KOKKOS_LAMBDA(const Int n, const Int k, const Int i, const Int j) {
         products(((i * bw + j) * samples + n) * g.out + k) = dy(n, k, i, j);
       });
@@ -220,10 +220,10 @@ void backward_weights_direct(const X& x, const Dy& dy, const Vector& dweight, co
 template <class Dy>
 void bias_gradient(const Dy& dy, const Vector& dbias, const Geometry& g) {
   const Int samples = Int(dy.extent(0)), cols = Int(dy.extent(3));
-  Kokkos::parallel_for(
-      kernel_label("tessera::local::bias_gradient"),
-      Cells3({0, 0, 0}, {Int(dy.extent(2)), cols, g.out}),
-      KOKKOS_LAMBDA(const Int i, const Int j, const Int k) {
+  // (0, k, i, j) as cells: j fastest, so that a warp reads each sample's dy contiguously.
+  for_each_cell(
+      "tessera::local::bias_gradient", CellExtents{1, g.out, Int(dy.extent(2)), cols},
+      KOKKOS_LAMBDA(const Int, const Int k, const Int i, const Int j) {
         float sum = 0;
         for (Int n = 0; n < samples; ++n) sum += dy(n, k, i, j);
         dbias((i * cols + j) * g.out + k) += sum;

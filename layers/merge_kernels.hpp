@@ -1,13 +1,15 @@
 #pragma once
 // Row kernels of the layers that merge several inputs (add, concat) and of the graph's
-// gradient sums: one thread per (n, c, h) row, w innermost, so that a row of the owned
-// tile is read and written contiguously (LayoutRight). Functors, not lambdas, so that the
-// same code compiles for CUDA (extended lambdas are not allowed in class members).
+// gradient sums, as row ops (layers/cell_loop.hpp): vectorised contiguous rows of the
+// owned tile on the host, one cell per thread with w fastest on CUDA. Functors, not
+// lambdas, so that the same code compiles for CUDA (extended lambdas are not allowed in
+// class members).
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include "distarray/kernel_label.hpp"
+
+#include "layers/cell_loop.hpp"
 
 namespace tessera::layers::merge {
 
@@ -17,28 +19,31 @@ enum class RowOp {
   add,   // dst += a
 };
 
-template <RowOp op, class Dst, class A, class B>
+template <RowOp op, class T>
 struct RowKernel {
-  Dst dst;
-  A a;
-  B b;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
-    const std::int64_t width = static_cast<std::int64_t>(dst.extent(3));
-    for (std::int64_t w = 0; w < width; ++w) {
-      if constexpr (op == RowOp::copy) dst(n, c, h, w) = a(n, c, h, w);
-      else if constexpr (op == RowOp::sum) dst(n, c, h, w) = a(n, c, h, w) + b(n, c, h, w);
-      else dst(n, c, h, w) += a(n, c, h, w);
+  Rows<T> dst;
+  Rows<const T> a, b;  // b: only for sum
+  struct Row {
+    T* dst;
+    const T *a, *b;
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
+      if constexpr (op == RowOp::copy) dst[w] = a[w];
+      else if constexpr (op == RowOp::sum) dst[w] = a[w] + b[w];
+      else dst[w] += a[w];
     }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {dst.row(n, c, h), a.row(n, c, h), op == RowOp::sum ? b.row(n, c, h) : nullptr};
   }
 };
 
 // Runs `op` over every cell of dst; a and b have dst's extents (b unused unless op == sum).
 template <RowOp op, class Dst, class A, class B = A>
 void rows(const char* label, const Dst& dst, const A& a, const B& b = B()) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<3>, Kokkos::IndexType<std::int64_t>>;
-  const auto e = [&](int d) { return static_cast<std::int64_t>(dst.extent(d)); };
-  if (e(0) * e(1) * e(2) * e(3) == 0) return;
-  Kokkos::parallel_for(kernel_label(label), Policy({0, 0, 0}, {e(0), e(1), e(2)}), RowKernel<op, Dst, A, B>{dst, a, b});
+  using T = typename Dst::non_const_value_type;
+  Rows<const T> b_rows{};
+  if constexpr (op == RowOp::sum) b_rows = rows_of(b);
+  for_each_row(label, extents_of(dst), RowKernel<op, T>{rows_of(dst), rows_of(a), b_rows});
 }
 
 }  // namespace tessera::layers::merge

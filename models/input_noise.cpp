@@ -2,7 +2,7 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "distarray/kernel_label.hpp"
+#include "layers/cell_loop.hpp"
 #include "layers/loss/device_math.hpp"
 
 namespace tessera::models {
@@ -30,9 +30,8 @@ void add_gaussian_noise(const layers::Tensor<float>& x, double sigma, std::uint6
   const Shape4 global = x.distribution().global_shape();
   const std::int64_t channels = global[C], height = global[H], width = global[W];
   const auto s = static_cast<float>(sigma);
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
-  Kokkos::parallel_for(
-      kernel_label("tessera::gaussian_noise"), Policy({0, 0, 0, 0}, {box.extent(N), box.extent(C), box.extent(H), box.extent(W)}),
+  layers::for_each_cell(
+      "tessera::gaussian_noise", owned,
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
         const std::int64_t cell = (((n0 + n) * channels + c0 + c) * height + h0 + h) * width + w0 + w;
         const std::uint64_t bits = mix(key ^ mix(static_cast<std::uint64_t>(cell)));

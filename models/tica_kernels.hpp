@@ -6,24 +6,20 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include "distarray/kernel_label.hpp"
+#include "layers/cell_loop.hpp"
 
 namespace tessera::models::tica {
 
-using Cells = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
-
-template <class V>
-Cells cells_of(const V& v) {
-  return Cells({0, 0, 0, 0}, {std::int64_t(v.extent(0)), std::int64_t(v.extent(1)), std::int64_t(v.extent(2)),
-                              std::int64_t(v.extent(3))});
-}
+using layers::extents_of;
+using layers::for_each_cell;
+using layers::sum_each_cell;
 
 // sum (x_hat - x)^2 over the cells; writes d_x_hat = 2 (x_hat - x) * scale.
 template <class V>
 double squared_error(const V& x_hat, const V& x, const V& d_x_hat, float scale) {
   double sum = 0;
-  Kokkos::parallel_reduce(
-      kernel_label("tessera::tica::squared_error"), cells_of(x_hat),
+  sum_each_cell(
+      "tessera::tica::squared_error", extents_of(x_hat),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, double& s) {
         const float diff = x_hat(n, c, h, w) - x(n, c, h, w);
         s += double(diff) * double(diff);
@@ -37,8 +33,8 @@ double squared_error(const V& x_hat, const V& x, const V& d_x_hat, float scale) 
 template <class V>
 double cell_sum(const V& pooled) {
   double sum = 0;
-  Kokkos::parallel_reduce(
-      kernel_label("tessera::tica::cell_sum"), cells_of(pooled),
+  sum_each_cell(
+      "tessera::tica::cell_sum", extents_of(pooled),
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, double& s) {
         s += double(pooled(n, c, h, w));
       },
@@ -49,8 +45,8 @@ double cell_sum(const V& pooled) {
 // into += alpha * from (same extents).
 template <class V>
 void add_scaled(const V& into, const V& from, float alpha) {
-  Kokkos::parallel_for(
-      kernel_label("tessera::tica::add_scaled"), cells_of(into),
+  for_each_cell(
+      "tessera::tica::add_scaled", into,
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
         into(n, c, h, w) += alpha * from(n, c, h, w);
       });
@@ -59,8 +55,8 @@ void add_scaled(const V& into, const V& from, float alpha) {
 // into += value.
 template <class V>
 void add_constant(const V& into, float value) {
-  Kokkos::parallel_for(
-      kernel_label("tessera::tica::add_constant"), cells_of(into),
+  for_each_cell(
+      "tessera::tica::add_constant", into,
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { into(n, c, h, w) += value; });
 }
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "distarray/finite_check.hpp"
-#include "distarray/kernel_label.hpp"
+#include "layers/cell_loop.hpp"
 #include "distarray/tile_io.hpp"
 #include "layers/scratch.hpp"
 #include "models/rank_agreement.hpp"
@@ -22,11 +22,8 @@ std::vector<std::int64_t> without_padding(std::vector<std::int64_t> rows) {
 // Free function: CUDA allows extended lambdas only outside member functions.
 void scale_owned(const layers::Tensor<float>& array, float factor) {
   const auto owned = array.owned();
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
-  Kokkos::parallel_for(
-      kernel_label("tessera::scale_pixels"),
-      Policy({0, 0, 0, 0}, {static_cast<std::int64_t>(owned.extent(0)), static_cast<std::int64_t>(owned.extent(1)),
-                            static_cast<std::int64_t>(owned.extent(2)), static_cast<std::int64_t>(owned.extent(3))}),
+  layers::for_each_cell(
+      "tessera::scale_pixels", owned,
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { owned(n, c, h, w) *= factor; });
 }
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "layers/cell_loop.hpp"
+
 namespace tessera::demo {
 namespace {
 
@@ -28,9 +30,8 @@ void smooth_box(const DistArray<float>& in, const DistArray<float>& out, const B
   const std::int64_t dh = box.lo[H] - d[H], dw = box.lo[W] - d[W];
   const std::int64_t n0 = box.lo[N], c0 = box.lo[C];
   const std::int64_t sn = n0 - s[N], dn = n0 - d[N];
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
-  Kokkos::parallel_for(
-      "demo::smooth", Policy({0, 0, 0, 0}, {box.extent(N), box.extent(C), box.extent(H), box.extent(W)}),
+  layers::for_each_cell(
+      "demo::smooth", layers::CellExtents{box.extent(N), box.extent(C), box.extent(H), box.extent(W)},
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
         dst(dn + n, c0 + c, dh + h, dw + w) = smoothed(src, sn + n, c0 + c, sh + h, sw + w);
       });

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "distarray/kernel_label.hpp"
+#include "layers/cell_loop.hpp"
 #include "layers/layer.hpp"
 #include "layers/loss/device_math.hpp"
 #include "layers/loss/grid_sum.hpp"
@@ -95,11 +96,8 @@ ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const Owned
 
 template <class T>
 void scale_owned_cells(const typename Tensor<T>::SubView& x, T factor) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
-  Kokkos::parallel_for(
-      kernel_label("tessera::rescale_gradient"),
-      Policy({0, 0, 0, 0}, {static_cast<std::int64_t>(x.extent(0)), static_cast<std::int64_t>(x.extent(1)),
-                            static_cast<std::int64_t>(x.extent(2)), static_cast<std::int64_t>(x.extent(3))}),
+  for_each_cell(
+      "tessera::rescale_gradient", x,
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { x(n, c, h, w) *= factor; });
 }
 

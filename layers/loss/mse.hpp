@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "distarray/kernel_label.hpp"
+#include "layers/cell_loop.hpp"
 #include "layers/layer.hpp"
 #include "layers/loss/grid_sum.hpp"
 #include "layers/loss/loss_inputs.hpp"
@@ -19,12 +19,9 @@ namespace detail {
 template <class T>
 double squared_error_sum(const typename Tensor<T>::SubView& y, const OwnedTargets<T>& target,
                          const typename Tensor<T>::SubView& dy, bool write_grad, T grad_scale) {
-  using Policy = Kokkos::MDRangePolicy<Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
-  const Policy cells({0, 0, 0, 0}, {static_cast<std::int64_t>(y.extent(0)), static_cast<std::int64_t>(y.extent(1)),
-                                    static_cast<std::int64_t>(y.extent(2)), static_cast<std::int64_t>(y.extent(3))});
   double sum = 0;
-  Kokkos::parallel_reduce(
-      kernel_label("tessera::mse"), cells,
+  sum_each_cell(
+      "tessera::mse", extents_of(y),
       KOKKOS_LAMBDA(const std::int64_t n, const std::int64_t c, const std::int64_t h, const std::int64_t w,
                     double& s) {
         const T diff = y(n, c, h, w) - target(n, c, h, w);
