@@ -85,7 +85,7 @@ void add_builtins(LayerRegistry& r) {
           return std::make_unique<layers::Flatten<float>>();
         }));
   r.add("linear", head([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
-          return std::make_unique<layers::Linear>(layers::LinearOptions::parse(o),
+          return std::make_unique<layers::Linear<float>>(layers::LinearOptions::parse(o),
                                                   std::array<std::int64_t, 3>{in[C], in[H], in[W]}, seed);
         }));
   r.add("gap", head([](std::string_view o, const Shape4&, std::uint64_t) -> Made {

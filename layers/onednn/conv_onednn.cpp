@@ -3,6 +3,13 @@
 // and operands move between the caller's strided NCHW / dense OIHW memory and those
 // formats by cached reorders through per-role scratch buffers — no copy when the formats
 // already agree. Forward, backward-data and backward-weights share one descriptor setup.
+//
+// bf16 (--precision bf16): the caller's activations, weight and bias are bf16 and its
+// weight and bias gradients fp32. Where oneDNN has bf16 kernels for this CPU
+// (onednn_bf16_native(), layers/backend_info.hpp) the primitives run bf16 with fp32
+// accumulation; elsewhere (oneDNN 2.x refuses bf16 below AVX512) they run fp32 and the
+// staging reorders convert bf16 in and out — the same storage and the same rounding of each
+// result once, only slower, which the trainer says in one line.
 
 #include <dnnl.hpp>
 
@@ -10,9 +17,11 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
+#include "layers/onednn/onednn_bf16.hpp"
 #include "layers/conv_backend.hpp"
 
 namespace tessera::layers {
@@ -22,10 +31,18 @@ using dnnl::memory;
 using Dt = memory::data_type;
 using Tag = memory::format_tag;
 
-memory::desc strided_desc(const Shape4& dims, const Index4& strides) {
-  return memory::desc({dims[0], dims[1], dims[2], dims[3]}, Dt::f32, {strides[0], strides[1], strides[2], strides[3]});
+template <class E>
+constexpr Dt dt_of() {
+  return std::is_same_v<std::remove_const_t<E>, bf16> ? Dt::bf16 : Dt::f32;
 }
-memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, Dt::f32, Tag::any); }
+
+template <class E>
+memory::desc strided_desc(const Tensor4Ref<E>& t) {
+  const Shape4& d = t.dims;
+  const Index4& s = t.strides;
+  return memory::desc({d[0], d[1], d[2], d[3]}, dt_of<E>(), {s[0], s[1], s[2], s[3]});
+}
+memory::desc any_desc(const memory::dims& dims, Dt dt) { return memory::desc(dims, dt, Tag::any); }
 
 // What identifies one convolution problem; the output shape follows from it.
 struct ProblemKey {
@@ -33,6 +50,7 @@ struct ProblemKey {
   Shape4 input{};
   std::int64_t out_channels = 0;
   bool with_bias = false;
+  Dt storage = Dt::f32;  // of activations, weight and bias; gradients of weight and bias are f32
   friend bool operator==(const ProblemKey&, const ProblemKey&) = default;
 };
 
@@ -41,7 +59,9 @@ struct ProblemKey {
 struct Problem {
   ProblemKey key;
   memory::dims src_dims, weights_dims, bias_dims, dst_dims;
+  Dt compute = Dt::f32;                   // what the primitives read and write (module comment)
   memory::desc user_weights, user_bias;  // the caller's dense OIHW (goihw with groups) and O
+  memory::desc user_weight_grad, user_bias_grad;  // the same in f32
   memory::dims strides, dilates, padding{0, 0};
   dnnl::convolution_forward::primitive_desc forward_pd;  // also the hint for backward
   std::optional<dnnl::convolution_forward> forward;
@@ -56,29 +76,31 @@ struct Problem {
     src_dims = {x[0], x[1], x[2], x[3]};
     dst_dims = {x[0], k.out_channels, g.valid_h(x[2]), g.valid_w(x[3])};
     bias_dims = {k.out_channels};
-    if (g.groups == 1) {
-      weights_dims = {k.out_channels, x[1], g.kh, g.kw};
-      user_weights = memory::desc(weights_dims, Dt::f32, Tag::oihw);
-    } else {
-      weights_dims = {g.groups, k.out_channels / g.groups, x[1] / g.groups, g.kh, g.kw};
-      user_weights = memory::desc(weights_dims, Dt::f32, Tag::goihw);
-    }
-    user_bias = memory::desc(bias_dims, Dt::f32, Tag::a);
+    compute = k.storage == Dt::bf16 && !onednn_bf16_native() ? Dt::f32 : k.storage;
+    const Tag weight_tag = g.groups == 1 ? Tag::oihw : Tag::goihw;
+    if (g.groups == 1) weights_dims = {k.out_channels, x[1], g.kh, g.kw};
+    else weights_dims = {g.groups, k.out_channels / g.groups, x[1] / g.groups, g.kh, g.kw};
+    user_weights = memory::desc(weights_dims, k.storage, weight_tag);
+    user_weight_grad = memory::desc(weights_dims, Dt::f32, weight_tag);
+    user_bias = memory::desc(bias_dims, k.storage, Tag::a);
+    user_bias_grad = memory::desc(bias_dims, Dt::f32, Tag::a);
     strides = {g.sh, g.sw};
     dilates = {g.dh - 1, g.dw - 1};  // oneDNN counts the cells skipped, not the step
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                            any_desc(src_dims), any_desc(weights_dims), bias_desc(),
-                                            any_desc(dst_dims), strides, dilates, padding, padding);
+                                            any(src_dims), any(weights_dims), bias_desc(),
+                                            any(dst_dims), strides, dilates, padding, padding);
     forward_pd = dnnl::convolution_forward::primitive_desc(d, engine);
   }
 
-  // A zero descriptor tells oneDNN "no bias".
-  memory::desc bias_desc() const { return key.with_bias ? any_desc(bias_dims) : memory::desc(); }
+  memory::desc any(const memory::dims& dims) const { return any_desc(dims, compute); }
+  // A zero descriptor tells oneDNN "no bias". The bias (and its gradient) is f32 in every
+  // primitive: oneDNN's bf16 convolutions take an f32 bias, and it is O numbers.
+  memory::desc bias_desc() const { return key.with_bias ? any_desc(bias_dims, Dt::f32) : memory::desc(); }
 
   void ensure_data(const dnnl::engine& engine) {
     if (data) return;
-    const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, any_desc(src_dims),
-                                                  any_desc(weights_dims), any_desc(dst_dims), strides, dilates,
+    const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, any(src_dims),
+                                                  any(weights_dims), any(dst_dims), strides, dilates,
                                                   padding, padding);
     data_pd.emplace(d, engine, forward_pd);
     data.emplace(*data_pd);
@@ -86,8 +108,9 @@ struct Problem {
 
   void ensure_weights(const dnnl::engine& engine) {
     if (weights) return;
-    const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, any_desc(src_dims),
-                                                     any_desc(weights_dims), bias_desc(), any_desc(dst_dims),
+    // The weight gradient in f32: it adds into Parameter::grad (fp32 for every model).
+    const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, any(src_dims),
+                                                     any_desc(weights_dims, Dt::f32), bias_desc(), any(dst_dims),
                                                      strides, dilates, padding, padding);
     weights_pd.emplace(d, engine, forward_pd);
     weights.emplace(*weights_pd);
@@ -96,7 +119,7 @@ struct Problem {
 
 // Which operand a scratch buffer serves: two operands of one call never share a buffer,
 // even when their formats happen to coincide.
-enum class Role { source, weights, destination, weight_gradient, bias_gradient };
+enum class Role { source, weights, bias, destination, weight_gradient, bias_gradient };
 
 enum class Write { overwrite, accumulate };
 
@@ -163,61 +186,95 @@ class Staging {
 using Args = std::unordered_map<int, memory>;
 
 // oneDNN reads inputs through a non-const handle but never writes them.
-void* handle(const float* p) { return const_cast<float*>(p); }
+template <class E>
+void* handle(const E* p) {
+  return const_cast<E*>(p);
+}
 
 class OnednnConv final : public ConvBackend {
  public:
   std::string_view name() const override { return "onednn"; }
+  bool runs_bf16() const override { return true; }
 
   void forward(const ConvGeometry& g, const ConstTensor4& x, const float* weight, const float* bias,
                const MutableTensor4& y) override {
-    Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr);
+    run_forward(g, x, weight, bias, y);
+  }
+  void backward_data(const ConvGeometry& g, const ConstTensor4& dy, const float* weight,
+                     const MutableTensor4& dx) override {
+    run_backward_data(g, dy, weight, dx);
+  }
+  void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy, float* dweight,
+                        float* dbias) override {
+    run_backward_weights(g, x, dy, dweight, dbias);
+  }
+  void forward_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const bf16* weight, const bf16* bias,
+                    const Tensor4Ref<bf16>& y) override {
+    run_forward(g, x, weight, bias, y);
+  }
+  void backward_data_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& dy, const bf16* weight,
+                          const Tensor4Ref<bf16>& dx) override {
+    run_backward_data(g, dy, weight, dx);
+  }
+  void backward_weights_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const Tensor4Ref<const bf16>& dy,
+                             float* dweight, float* dbias) override {
+    run_backward_weights(g, x, dy, dweight, dbias);
+  }
+
+ private:
+  template <class E>
+  void run_forward(const ConvGeometry& g, const Tensor4Ref<const E>& x, const E* weight, const E* bias,
+                   const Tensor4Ref<E>& y) {
+    Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr, dt_of<E>());
     expect_output(p, y.dims, "forward");
     if (!p.forward) p.forward.emplace(p.forward_pd);
     const auto& pd = p.forward_pd;
-    const memory user_y(strided_desc(y.dims, y.strides), engine_, y.data);
+    const memory user_y(strided_desc(y), engine_, y.data);
     const memory dst = staging_.output(Role::destination, pd.dst_desc(), user_y, Write::overwrite);
     Args args{
-        {DNNL_ARG_SRC, staging_.input(Role::source, pd.src_desc(), memory(strided_desc(x.dims, x.strides), engine_, handle(x.data)), stream_)},
+        {DNNL_ARG_SRC, staging_.input(Role::source, pd.src_desc(), memory(strided_desc(x), engine_, handle(x.data)), stream_)},
         {DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights_desc(), memory(p.user_weights, engine_, handle(weight)), stream_)},
         {DNNL_ARG_DST, dst}};
-    if (bias) args.insert({DNNL_ARG_BIAS, memory(p.user_bias, engine_, handle(bias))});
+    if (bias)
+      args.insert({DNNL_ARG_BIAS, staging_.input(Role::bias, pd.bias_desc(), memory(p.user_bias, engine_, handle(bias)), stream_)});
     p.forward->execute(stream_, args);
     staging_.deliver(dst, user_y, Write::overwrite, stream_);
     stream_.wait();
   }
 
-  void backward_data(const ConvGeometry& g, const ConstTensor4& dy, const float* weight,
-                     const MutableTensor4& dx) override {
-    Problem& p = problem(g, dx.dims, dy.dims[C], false);
+  template <class E>
+  void run_backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
+                         const Tensor4Ref<E>& dx) {
+    Problem& p = problem(g, dx.dims, dy.dims[C], false, dt_of<E>());
     expect_output(p, dy.dims, "backward data");
     p.ensure_data(engine_);
     const auto& pd = *p.data_pd;
-    const memory user_dx(strided_desc(dx.dims, dx.strides), engine_, dx.data);
+    const memory user_dx(strided_desc(dx), engine_, dx.data);
     const memory diff_src = staging_.output(Role::source, pd.diff_src_desc(), user_dx, Write::overwrite);
     p.data->execute(stream_, {
-        {DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.diff_dst_desc(), memory(strided_desc(dy.dims, dy.strides), engine_, handle(dy.data)), stream_)},
+        {DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.diff_dst_desc(), memory(strided_desc(dy), engine_, handle(dy.data)), stream_)},
         {DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights_desc(), memory(p.user_weights, engine_, handle(weight)), stream_)},
         {DNNL_ARG_DIFF_SRC, diff_src}});
     staging_.deliver(diff_src, user_dx, Write::overwrite, stream_);
     stream_.wait();
   }
 
-  void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy, float* dweight,
-                        float* dbias) override {
-    Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr);
+  template <class E>
+  void run_backward_weights(const ConvGeometry& g, const Tensor4Ref<const E>& x, const Tensor4Ref<const E>& dy,
+                            float* dweight, float* dbias) {
+    Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr, dt_of<E>());
     expect_output(p, dy.dims, "backward weights");
     p.ensure_weights(engine_);
     const auto& pd = *p.weights_pd;
-    const memory user_dw(p.user_weights, engine_, dweight);
+    const memory user_dw(p.user_weight_grad, engine_, dweight);
     const memory diff_weights = staging_.output(Role::weight_gradient, pd.diff_weights_desc(), user_dw, Write::accumulate);
     Args args{
-        {DNNL_ARG_SRC, staging_.input(Role::source, pd.src_desc(), memory(strided_desc(x.dims, x.strides), engine_, handle(x.data)), stream_)},
-        {DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.diff_dst_desc(), memory(strided_desc(dy.dims, dy.strides), engine_, handle(dy.data)), stream_)},
+        {DNNL_ARG_SRC, staging_.input(Role::source, pd.src_desc(), memory(strided_desc(x), engine_, handle(x.data)), stream_)},
+        {DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.diff_dst_desc(), memory(strided_desc(dy), engine_, handle(dy.data)), stream_)},
         {DNNL_ARG_DIFF_WEIGHTS, diff_weights}};
     std::optional<memory> user_db, diff_bias;
     if (dbias) {
-      user_db.emplace(p.user_bias, engine_, dbias);
+      user_db.emplace(p.user_bias_grad, engine_, dbias);
       diff_bias = staging_.output(Role::bias_gradient, pd.diff_bias_desc(), *user_db, Write::accumulate);
       args.insert({DNNL_ARG_DIFF_BIAS, *diff_bias});
     }
@@ -227,9 +284,8 @@ class OnednnConv final : public ConvBackend {
     stream_.wait();
   }
 
- private:
-  Problem& problem(const ConvGeometry& g, const Shape4& input, std::int64_t out_channels, bool with_bias) {
-    const ProblemKey key{g, input, out_channels, with_bias};
+  Problem& problem(const ConvGeometry& g, const Shape4& input, std::int64_t out_channels, bool with_bias, Dt storage) {
+    const ProblemKey key{g, input, out_channels, with_bias, storage};
     auto it = std::find_if(problems_.begin(), problems_.end(), [&](const Problem& p) { return p.key == key; });
     if (it != problems_.end()) return *it;
     problems_.emplace_back(key, engine_);
