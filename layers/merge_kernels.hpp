@@ -6,6 +6,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "distarray/bf16.hpp"
+
 #include <cstdint>
 #include "distarray/kernel_label.hpp"
 
@@ -22,12 +24,15 @@ struct RowKernel {
   Dst dst;
   A a;
   B b;
+  // Sums in Compute<E> (fp32 for bf16), rounded once into dst.
+  using E = typename Dst::non_const_value_type;
+  using F = Compute<E>;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
     const std::int64_t width = static_cast<std::int64_t>(dst.extent(3));
     for (std::int64_t w = 0; w < width; ++w) {
       if constexpr (op == RowOp::copy) dst(n, c, h, w) = a(n, c, h, w);
-      else if constexpr (op == RowOp::sum) dst(n, c, h, w) = a(n, c, h, w) + b(n, c, h, w);
-      else dst(n, c, h, w) += a(n, c, h, w);
+      else if constexpr (op == RowOp::sum) dst(n, c, h, w) = E(F(a(n, c, h, w)) + F(b(n, c, h, w)));
+      else dst(n, c, h, w) = E(F(dst(n, c, h, w)) + F(a(n, c, h, w)));
     }
   }
 };
