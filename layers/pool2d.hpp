@@ -14,6 +14,9 @@
 // nothing: the argmax tap of every output (max; like cuDNN's and oneDNN's max-pooling
 // workspace) or its norm (l2). No parameters.
 //
+// bf16 (--precision bf16): the same fp32 kernels on fp32 copies of the window (and of dy),
+// the result rounded once into bf16 (layers/wide_staging.hpp); the norms stay fp32.
+//
 // CUDA builds pool with cuDNN where it computes exactly this (max and average without
 // padding or dilation; layers/pointwise_library.hpp); cuDNN's backward reads forward's
 // output instead of the argmax codes, so the layer then keeps y (by reference, as

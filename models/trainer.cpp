@@ -568,6 +568,14 @@ class Run {
 template <class T>
 TrainingSummary run(const TrainerOptions& options, MPI_Comm comm, const Line& on_rank0_line, MemoryFigures& memory) {
   Run<T> run(options, comm, on_rank0_line, memory);
+  // Once the model is built (a refused one says why without this): bf16 without bf16
+  // hardware still runs, slower than fp32, which a user should hear before the steps.
+  if constexpr (std::is_same_v<T, bf16>) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    const std::string warning = layers::bf16_speed_warning(layers::backend_info());
+    if (rank == 0 && !warning.empty()) on_rank0_line(warning);
+  }
   return run.go();
 }
 
@@ -579,13 +587,7 @@ TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& 
   if (options.watchdog.floor > 0) end_on_mpi_failure(comm, "tessera-train");
   MemoryFigures memory;
   try {
-    if (options.precision == "bf16") {
-      int rank = 0;
-      MPI_Comm_rank(comm, &rank);
-      const std::string warning = layers::bf16_speed_warning(layers::backend_info());
-      if (rank == 0 && !warning.empty()) on_rank0_line(warning);
-      return run<bf16>(options, comm, on_rank0_line, memory);
-    }
+    if (options.precision == "bf16") return run<bf16>(options, comm, on_rank0_line, memory);
     return run<float>(options, comm, on_rank0_line, memory);
   } catch (const std::exception& e) {
     const std::optional<std::string> failed = failed_allocation(e);

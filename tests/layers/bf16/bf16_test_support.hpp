@@ -55,10 +55,14 @@ inline std::vector<Bf16Case> bf16_cases() {
       {"batchnorm", {2, 3, 13, 11}},
       {"batchnorm_stats_all", {2, 3, 13, 11}},
       {"relu", {2, 3, 13, 11}, true},
+      {"leakyrelu", {2, 3, 13, 11}},
+      {"sigmoid", {2, 3, 13, 11}},
+      {"tanh", {2, 3, 13, 11}},
       {"maxpool_k2", {2, 3, 12, 10}, true},
       // Overlapping windows: a cell's gradient sums several dy, rounded once (not exact).
       {"maxpool_k3_stride2_pad1", {2, 3, 13, 11}},
       {"avgpool_k2", {2, 3, 12, 10}},
+      {"l2pool_k3_stride2", {2, 3, 13, 11}},
       {"flatten", {2, 3, 6, 5}, true},
       {"linear", {2, 3, 6, 5}},
   };
@@ -75,11 +79,13 @@ std::unique_ptr<Layer<T>> make_case_layer(const std::string& name, const Shape4&
   if (name == "batchnorm") return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse(""), in[C]);
   if (name == "batchnorm_stats_all")
     return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse("stats=all"), in[C]);
-  if (name == "relu") return make_activation<T>("relu");
+  if (name == "relu" || name == "sigmoid" || name == "tanh") return make_activation<T>(name);
+  if (name == "leakyrelu") return make_activation<T>("leakyrelu", "slope=0.1");
   if (name == "maxpool_k2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::max, "k=2"));
   if (name == "maxpool_k3_stride2_pad1")
     return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::max, "k=3,stride=2,pad=1"));
   if (name == "avgpool_k2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::average, "k=2"));
+  if (name == "l2pool_k3_stride2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::l2, "k=3,stride=2"));
   if (name == "flatten") return std::make_unique<Flatten<T>>();
   if (name == "linear")
     return std::make_unique<Linear<T>>(LinearOptions::parse("out=5"), std::array<std::int64_t, 3>{in[C], in[H], in[W]},
