@@ -6,7 +6,7 @@
 //
 // bf16 (--precision bf16): the caller's activations, weight and bias are bf16 and its
 // weight and bias gradients fp32. Where oneDNN has bf16 kernels for this CPU
-// (onednn_bf16_native(), layers/backend_info.hpp) the primitives run bf16 with fp32
+// (onednn_bf16_native(), layers/onednn/onednn_bf16.hpp) the primitives run bf16 with fp32
 // accumulation; elsewhere (oneDNN 2.x refuses bf16 below AVX512) they run fp32 and the
 // staging reorders convert bf16 in and out — the same storage and the same rounding of each
 // result once, only slower, which the trainer says in one line.
