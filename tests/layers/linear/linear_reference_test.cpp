@@ -114,7 +114,7 @@ TEST(LinearOptions, DefaultsRoundTripAndErrors) {
   }
   const Linear<float> layer(LinearOptions::parse("out=4"), {5, 7, 9}, 0);
   EXPECT_THROW(layer.output_shape({3, 5, 7, 8}), std::invalid_argument);
-  EXPECT_THROW(Linear(LinearOptions::parse("out=4"), {0, 7, 9}, 0), std::invalid_argument);
+  EXPECT_THROW(Linear<float>(LinearOptions::parse("out=4"), {0, 7, 9}, 0), std::invalid_argument);
   // An output not on the head grid (wrong shape) is refused before any work.
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   Linear<float> l(LinearOptions::parse("out=4"), {5, 7, 9}, 0);
