@@ -101,11 +101,14 @@ struct Result {
   std::string note;  // why skipped or failed; the output shape when timed
 };
 
-// The first layer name of `spec` (or of the preset it names) this build does not register,
-// or "" when it knows all.
-std::string unknown_layer(const std::string& spec, const Shape4& input) {
-  for (const models::SpecEntry& e : models::parse_spec(models::resolve_model(spec, input)))
-    if (!models::LayerRegistry::global().contains(e.name)) return e.name;
+// Why `spec` (or the preset it names) cannot run in this build at `precision`: the first
+// layer it does not register, or has no bf16 implementation of; "" when all can run.
+std::string unknown_layer(const std::string& spec, const Shape4& input, const std::string& precision = "fp32") {
+  const models::LayerRegistry& registry = models::LayerRegistry::global();
+  for (const models::SpecEntry& e : models::parse_spec(models::resolve_model(spec, input))) {
+    if (!registry.contains(e.name)) return "no layer '" + e.name + "' in this build";
+    if (precision == "bf16" && !registry.find(e.name).make_bf16) return "no bf16 '" + e.name + "' yet";
+  }
   return "";
 }
 
