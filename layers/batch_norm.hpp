@@ -56,8 +56,8 @@ class BatchNorm2d final : public Layer<T> {
     if (options_.affine) {
       weight_.emplace("weight", std::vector<std::int64_t>{channels_}, "batchnorm");
       bias_.emplace("bias", std::vector<std::int64_t>{channels_}, "batchnorm");
-      Kokkos::deep_copy(weight_->master, F(1));
-      Kokkos::deep_copy(bias_->master, F(0));
+      Kokkos::deep_copy(weight_->master_values(), F(1));
+      Kokkos::deep_copy(bias_->master_values(), F(0));
       weight_->refresh_value();
       bias_->refresh_value();
     }
@@ -223,7 +223,7 @@ class BatchNorm2d final : public Layer<T> {
   // the fp32 master (the value itself for an fp32 model).
   void copy_parameter(const std::optional<Parameter<T>>& p, int r, F fallback) {
     const auto to = Kokkos::subview(work_.host, r, Kokkos::ALL());
-    if (p) Kokkos::deep_copy(to, p->master);
+    if (p) Kokkos::deep_copy(to, p->master_values());
     else Kokkos::deep_copy(to, fallback);
   }
 

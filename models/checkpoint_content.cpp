@@ -47,7 +47,7 @@ CheckpointContent checkpoint_content(const Named<T>& params, std::type_identity_
   content.meta = std::move(meta);
   for (const auto& [path, p] : params) {
     if (!p) throw std::invalid_argument("checkpoint: parameter of layer " + path + " is null");
-    content.tensors.push_back(slot_of<T>(layout::param(path, p->name), *p, p->master));
+    content.tensors.push_back(slot_of<T>(layout::param(path, p->name), *p, p->master_values()));
   }
   if (optimizer) add_optimizer<T>(content, params, *optimizer);
   return content;

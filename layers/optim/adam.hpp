@@ -94,7 +94,7 @@ class Adam : public Optimizer<T> {
         static_cast<Compute<T>>(decoupled ? 1.0 - rate * options_.weight_decay : 1.0),
         static_cast<Compute<T>>(rate / (1.0 - std::pow(options_.beta1, t))),
         static_cast<Compute<T>>(std::sqrt(1.0 - std::pow(options_.beta2, t)))};
-    detail::adam_update(p.master, p.grad, this->buffer(i, 0), this->buffer(i, 1), c);
+    detail::adam_update(p.master_values(), p.grad, this->buffer(i, 0), this->buffer(i, 1), c);
   }
 
  private:

@@ -104,7 +104,7 @@ class Lars : public Optimizer<T> {
     const detail::LarsCoefficients<Compute<T>> c{static_cast<Compute<T>>(options_.momentum),
                                         static_cast<Compute<T>>(skipped_[i] ? 0.0 : options_.weight_decay),
                                         static_cast<Compute<T>>(rate * trust_[i])};
-    detail::lars_update(p.master, p.grad, this->buffer(i, 0), c);
+    detail::lars_update(p.master_values(), p.grad, this->buffer(i, 0), c);
   }
 
  private:

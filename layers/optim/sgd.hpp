@@ -78,7 +78,7 @@ class Sgd : public Optimizer<T> {
                                        static_cast<Compute<T>>(options_.weight_decay),
                                        options_.nesterov,
                                        this->state()[i].step == 1};
-    detail::sgd_update(p.master, p.grad, momentum ? this->buffer(i, 0) : typename Optimizer<T>::View(), c);
+    detail::sgd_update(p.master_values(), p.grad, momentum ? this->buffer(i, 0) : typename Optimizer<T>::View(), c);
   }
 
  private:
