@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "distarray/bf16.hpp"
 #include "distarray/box.hpp"
 #include "distarray/box_pack.hpp"
 #include "distarray/segment_table.hpp"
@@ -79,7 +80,8 @@ void pack_and_clear(const SegmentTable<MemorySpace>& table, const WindowView<T, 
       });
 }
 
-// The boxes of `table` must be pairwise disjoint (see disjoint_groups).
+// The boxes of `table` must be pairwise disjoint (see disjoint_groups). The sum is taken in
+// Compute<T> and rounded once (bf16 has no arithmetic of its own: distarray/bf16.hpp).
 template <class T, class MemorySpace>
 void unpack_add(const SegmentTable<MemorySpace>& table, const WindowView<T, MemorySpace>& window,
                 const BufferView<T, MemorySpace>& buffer) {
@@ -87,7 +89,9 @@ void unpack_add(const SegmentTable<MemorySpace>& table, const WindowView<T, Memo
   T* const win = window.data();
   const T* const buf = buffer.data();
   for_each_cell<typename MemorySpace::execution_space>(
-      "tessera::halo::unpack_add", table, KOKKOS_LAMBDA(std::int64_t x, std::int64_t b) { win[x] += buf[b]; });
+      "tessera::halo::unpack_add", table, KOKKOS_LAMBDA(std::int64_t x, std::int64_t b) {
+        win[x] = T(Compute<T>(win[x]) + Compute<T>(buf[b]));
+      });
 }
 
 template <class T, class MemorySpace>

@@ -32,7 +32,8 @@ namespace tessera::layers {
 
 namespace activation_kernels {
 
-// Row ops for for_each_row (layers/cell_loop.hpp); F is Fn::typed<T>().
+// Row ops for for_each_row (layers/cell_loop.hpp); F is Fn::typed<Compute<T>>(): the
+// function is evaluated in Compute<T> (fp32 for bf16 activations) and rounded once to T.
 template <class F, class T>
 struct Forward {
   F f;
@@ -43,7 +44,7 @@ struct Forward {
     const T* x;
     T* y;
     static constexpr bool wide_vectors = activation_functions::costly<F>;  // cell_loop.hpp
-    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = f.value(x[w]); }
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = T(f.value(Compute<T>(x[w]))); }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
     return {f, x.row(n, c, h), y.row(n, c, h)};
@@ -61,7 +62,7 @@ struct Backward {
     const T *saved, *dy;
     T* dx;
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
-      dx[w] = activation_functions::gradient_from_saved(f, saved[w], dy[w]);
+      dx[w] = T(activation_functions::gradient_from_saved(f, Compute<T>(saved[w]), Compute<T>(dy[w])));
     }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
@@ -127,8 +128,8 @@ class Activation final : public Layer<T> {
 
  private:
   static constexpr bool kLibrary = kPointwiseLibrary && std::is_same_v<T, float>;  // cuDNN is fp32
-  using Typed = decltype(std::declval<const Fn&>().template typed<T>());
-  Typed typed() const { return f_.template typed<T>(); }
+  using Typed = decltype(std::declval<const Fn&>().template typed<Compute<T>>());
+  Typed typed() const { return f_.template typed<Compute<T>>(); }
 
   Fn f_;
   Windowed<T> windowed_;

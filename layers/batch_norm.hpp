@@ -37,8 +37,11 @@ namespace tessera::layers {
 
 template <class T>
 class BatchNorm2d final : public Layer<T> {
-  static_assert(std::is_floating_point_v<T>, "BatchNorm2d: T must be a floating-point type");
-  using Vector = batch_norm::ChannelVector<T>;
+  static_assert(std::is_floating_point_v<T> || std::is_same_v<T, bf16>, "BatchNorm2d: T must be floating-point or bf16");
+  // Statistics, per-channel coefficients and gamma/beta (read from the fp32 masters) in F:
+  // fp32 for bf16 activations, which are only read and written in T.
+  using F = Compute<T>;
+  using Vector = batch_norm::ChannelVector<F>;
 
  public:
   // Throws std::invalid_argument for invalid options or channels < 1.
@@ -53,8 +56,10 @@ class BatchNorm2d final : public Layer<T> {
     if (options_.affine) {
       weight_.emplace("weight", std::vector<std::int64_t>{channels_}, "batchnorm");
       bias_.emplace("bias", std::vector<std::int64_t>{channels_}, "batchnorm");
-      Kokkos::deep_copy(weight_->value, T(1));
-      Kokkos::deep_copy(bias_->value, T(0));
+      Kokkos::deep_copy(weight_->master_values(), F(1));
+      Kokkos::deep_copy(bias_->master_values(), F(0));
+      weight_->refresh_value();
+      bias_->refresh_value();
     }
   }
 
@@ -93,20 +98,20 @@ class BatchNorm2d final : public Layer<T> {
       const auto xs = x.local(out);
       if (training_) batch_statistics(x.grid(), xs);
       const auto& h = work_.host;
-      copy_parameter(weight_, Row::gamma, T(1));
-      copy_parameter(bias_, Row::shift, T(0));
+      copy_parameter(weight_, Row::gamma, F(1));
+      copy_parameter(bias_, Row::shift, F(0));
       for (std::int64_t c = 0; c < channels_; ++c) {
         const auto i = static_cast<std::size_t>(c);
         const double mean = training_ ? batch_mean_[i] : running_mean_[i];
         const double var = training_ ? batch_var_[i] : running_var_[i];
         const double inv_std = 1.0 / std::sqrt(var + options_.eps);
-        h(Row::mean, c) = static_cast<T>(mean);
-        h(Row::inv_std, c) = static_cast<T>(inv_std);
-        h(Row::scale, c) = static_cast<T>(static_cast<double>(h(Row::gamma, c)) * inv_std);
+        h(Row::mean, c) = static_cast<F>(mean);
+        h(Row::inv_std, c) = static_cast<F>(inv_std);
+        h(Row::scale, c) = static_cast<F>(static_cast<double>(h(Row::gamma, c)) * inv_std);
       }
       Kokkos::deep_copy(work_.device, h);
       saved_.emplace(Saved{x, training_, count_});
-      batch_norm::normalize(xs, y.local(out), row(Row::mean), row(Row::scale), row(Row::shift));
+      batch_norm::normalize<T>(xs, y.local(out), row(Row::mean), row(Row::scale), row(Row::shift));
     });
   }
 
@@ -132,14 +137,14 @@ class BatchNorm2d final : public Layer<T> {
           if (s.batch_statistics) {
             take_sums(2 * channels_, dy.grid());
             for (std::int64_t c = 0; c < channels_; ++c)
-              h(Row::a, c) = static_cast<T>(sums(c) / s.count), h(Row::b, c) = static_cast<T>(sums(channels_ + c) / s.count);
+              h(Row::a, c) = static_cast<F>(sums(c) / s.count), h(Row::b, c) = static_cast<F>(sums(channels_ + c) / s.count);
           } else {
-            for (std::int64_t c = 0; c < channels_; ++c) h(Row::a, c) = T(0), h(Row::b, c) = T(0);
+            for (std::int64_t c = 0; c < channels_; ++c) h(Row::a, c) = F(0), h(Row::b, c) = F(0);
           }
           for (std::int64_t c = 0; c < channels_; ++c)
-            h(Row::k, c) = static_cast<T>(static_cast<double>(h(Row::gamma, c)) * static_cast<double>(h(Row::inv_std, c)));
+            h(Row::k, c) = static_cast<F>(static_cast<double>(h(Row::gamma, c)) * static_cast<double>(h(Row::inv_std, c)));
           Kokkos::deep_copy(work_.device, h);
-          batch_norm::input_gradient(xs, dys, dx.local(window), row(Row::mean), row(Row::inv_std), row(Row::k),
+          batch_norm::input_gradient<T>(xs, dys, dx.local(window), row(Row::mean), row(Row::inv_std), row(Row::k),
                                      row(Row::a), row(Row::b));
         },
         [] {});
@@ -175,13 +180,13 @@ class BatchNorm2d final : public Layer<T> {
           host(Kokkos::create_mirror_view(device)),
           sums(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::batch_norm::sums"), 2, channels),
           host_sums(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::batch_norm::host_sums"), 2 * channels + 1) {}
-    batch_norm::ChannelTable<T> device;
-    typename batch_norm::ChannelTable<T>::HostMirror host;
+    batch_norm::ChannelTable<F> device;
+    typename batch_norm::ChannelTable<F>::HostMirror host;
     batch_norm::ChannelTable<double> sums;
     Kokkos::View<double*, Kokkos::HostSpace> host_sums;
   };
 
-  batch_norm::ChannelVector<T> row(int r) const { return Kokkos::subview(work_.device, r, Kokkos::ALL()); }
+  batch_norm::ChannelVector<F> row(int r) const { return Kokkos::subview(work_.device, r, Kokkos::ALL()); }
 
   // The channel sums (2 x C) into host_sums[0, 2C), then summed over the statistics group
   // together with host_sums[2C, length) (the count, in forward).
@@ -214,10 +219,11 @@ class BatchNorm2d final : public Layer<T> {
     }
   }
 
-  // Row r of the host table = p's values (`fallback` without affine parameters).
-  void copy_parameter(const std::optional<Parameter<T>>& p, int r, T fallback) {
+  // Row r of the host table = p's values (`fallback` without affine parameters), read from
+  // the fp32 master (the value itself for an fp32 model).
+  void copy_parameter(const std::optional<Parameter<T>>& p, int r, F fallback) {
     const auto to = Kokkos::subview(work_.host, r, Kokkos::ALL());
-    if (p) Kokkos::deep_copy(to, p->value);
+    if (p) Kokkos::deep_copy(to, p->master_values());
     else Kokkos::deep_copy(to, fallback);
   }
 
@@ -225,7 +231,7 @@ class BatchNorm2d final : public Layer<T> {
   std::int64_t channels_;
   std::optional<Parameter<T>> weight_, bias_;
   std::vector<double> running_mean_, running_var_;
-  std::vector<double> batch_mean_, batch_var_;  // the latest batch's, before rounding to T
+  std::vector<double> batch_mean_, batch_var_;  // the latest batch's, before rounding to F
   bool training_ = true;
   double count_ = 0;
   Workspace work_;

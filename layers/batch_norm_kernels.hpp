@@ -4,6 +4,9 @@
 // one cell per thread with w fastest on CUDA. Free functions and functors, not members: CUDA
 // allows extended lambdas only outside class members. All take the owned cells of NCHW
 // subviews; per-channel values (mean, 1/std, coefficients) are dense device vectors.
+// T is the activations' element type; every value is computed in F = Compute<T> (fp32 for
+// bf16 activations: the statistics and the per-channel coefficients stay fp32) and a
+// result is rounded to T once, when stored.
 
 #include <Kokkos_Core.hpp>
 
@@ -11,6 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "distarray/bf16.hpp"
 #include "distarray/fill.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/cell_loop.hpp"
@@ -129,10 +133,14 @@ void add_sums_to(const Grad& grad, const ChannelTable<double>& sums, int row) {
 // Forward statistics: sum x and sum x^2.
 template <class T>
 struct Moments {
+  using F = Compute<T>;
   Rows<const T> x;
   struct Row {
     const T* x;
-    KOKKOS_INLINE_FUNCTION Kokkos::pair<T, T> operator()(std::int64_t w) const { return {x[w], x[w] * x[w]}; }
+    KOKKOS_INLINE_FUNCTION Kokkos::pair<F, F> operator()(std::int64_t w) const {
+      const F v = x[w];
+      return {v, v * v};
+    }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
     return {x.row(n, c, h)};
@@ -142,13 +150,15 @@ struct Moments {
 // Backward sums: sum dy and sum dy * xhat, xhat = (x - mean) * inv_std recomputed from x.
 template <class T>
 struct GradientMoments {
+  using F = Compute<T>;
   Rows<const T> x, dy;
-  ChannelVector<T> mean, inv_std;
+  ChannelVector<F> mean, inv_std;
   struct Row {
     const T *x, *dy;
-    T mean, inv_std;
-    KOKKOS_INLINE_FUNCTION Kokkos::pair<T, T> operator()(std::int64_t w) const {
-      return {dy[w], dy[w] * ((x[w] - mean) * inv_std)};
+    F mean, inv_std;
+    KOKKOS_INLINE_FUNCTION Kokkos::pair<F, F> operator()(std::int64_t w) const {
+      const F g = dy[w];
+      return {g, g * ((F(x[w]) - mean) * inv_std)};
     }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
@@ -159,14 +169,15 @@ struct GradientMoments {
 // y = (x - mean) * scale + shift per channel (scale = gamma / std, shift = beta).
 template <class T>
 struct Normalize {
+  using F = Compute<T>;
   Rows<const T> x;
   Rows<T> y;
-  ChannelVector<T> mean, scale, shift;
+  ChannelVector<F> mean, scale, shift;
   struct Row {
     const T* x;
     T* y;
-    T mean, scale, shift;
-    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = (x[w] - mean) * scale + shift; }
+    F mean, scale, shift;
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = T((F(x[w]) - mean) * scale + shift); }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
     return {x.row(n, c, h), y.row(n, c, h), mean(c), scale(c), shift(c)};
@@ -174,8 +185,8 @@ struct Normalize {
 };
 
 template <class T, class X, class Y>
-void normalize(const X& x, const Y& y, const ChannelVector<T>& mean, const ChannelVector<T>& scale,
-               const ChannelVector<T>& shift) {
+void normalize(const X& x, const Y& y, const ChannelVector<Compute<T>>& mean, const ChannelVector<Compute<T>>& scale,
+               const ChannelVector<Compute<T>>& shift) {
   for_each_row("tessera::batch_norm::normalize", extents_of(y),
                Normalize<T>{rows_of(x), rows_of(y), mean, scale, shift});
 }
@@ -185,16 +196,17 @@ void normalize(const X& x, const Y& y, const ChannelVector<T>& mean, const Chann
 // backward; with a = b = 0 it is the backward of fixed (running) statistics.
 template <class T>
 struct InputGradient {
+  using F = Compute<T>;
   Rows<const T> x, dy;
   Rows<T> dx;
-  ChannelVector<T> mean, inv_std, k, a, b;
+  ChannelVector<F> mean, inv_std, k, a, b;
   struct Row {
     const T *x, *dy;
     T* dx;
-    T mean, inv_std, k, a, b;
+    F mean, inv_std, k, a, b;
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
-      const T xhat = (x[w] - mean) * inv_std;
-      dx[w] = k * (dy[w] - a - xhat * b);
+      const F xhat = (F(x[w]) - mean) * inv_std;
+      dx[w] = T(k * (F(dy[w]) - a - xhat * b));
     }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
@@ -203,9 +215,9 @@ struct InputGradient {
 };
 
 template <class T, class X, class DX>
-void input_gradient(const X& x, const X& dy, const DX& dx, const ChannelVector<T>& mean,
-                    const ChannelVector<T>& inv_std, const ChannelVector<T>& k, const ChannelVector<T>& a,
-                    const ChannelVector<T>& b) {
+void input_gradient(const X& x, const X& dy, const DX& dx, const ChannelVector<Compute<T>>& mean,
+                    const ChannelVector<Compute<T>>& inv_std, const ChannelVector<Compute<T>>& k,
+                    const ChannelVector<Compute<T>>& a, const ChannelVector<Compute<T>>& b) {
   for_each_row("tessera::batch_norm::input_gradient", extents_of(dx),
                InputGradient<T>{rows_of(x), rows_of(dy), rows_of(dx), mean, inv_std, k, a, b});
 }

@@ -30,15 +30,18 @@
 
 namespace tessera::layers {
 
+// T: float, or bf16 (activations and weight in bf16, fp32 sums and weight gradients).
 template <class T>
 class Conv2d final : public Layer<T> {
-  static_assert(std::is_same_v<T, float>, "Conv2d: the convolution libraries (oneDNN has no f64 conv) run fp32");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>,
+                "Conv2d: the convolution libraries run fp32 or bf16 (oneDNN has no f64 conv)");
 
  public:
   // Throws std::invalid_argument for invalid options or in_channels not divisible by groups.
   Conv2d(const Conv2dOptions& options, std::int64_t in_channels, std::uint64_t seed)
       : options_(options), in_channels_(in_channels), backend_(make_conv_backend()), windowed_(options.windowed) {
     options_.validate();
+    require_precision<T>(*backend_, "conv(" + options_.to_spec() + ")");
     if (in_channels_ < 1 || in_channels_ % options_.groups != 0)
       throw std::invalid_argument("conv(" + options_.to_spec() + "): in_channels=" + std::to_string(in_channels_) +
                                   " must be >= 1 and divisible by groups");
@@ -89,8 +92,8 @@ class Conv2d final : public Layer<T> {
     const T* bias = bias_ ? bias_->value.data() : nullptr;
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const Box window = input_window(out, x.distribution().global_shape());
-      backend_->forward(g, tensor_ref<const T>(x.local(window)), weight_.value.data(), bias,
-                        tensor_ref<T>(y.local(out)));
+      conv_forward<T>(*backend_, g, tensor_ref<const T>(x.local(window)), weight_.value.data(), bias,
+                      tensor_ref<T>(y.local(out)));
     });
     saved_x_.emplace(x);
   }
@@ -103,17 +106,17 @@ class Conv2d final : public Layer<T> {
       throw std::invalid_argument("conv(" + options() + "): dx is " + dx.distribution().describe() +
                                   " but forward's x was " + x.distribution().describe());
     const ConvGeometry g = options_.geometry();
-    T* dbias = bias_ ? bias_->grad.data() : nullptr;
+    Compute<T>* dbias = bias_ ? bias_->grad.data() : nullptr;
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& window) {
-          backend_->backward_data(g, tensor_ref<const T>(dy.owned()), weight_.value.data(),
-                                  tensor_ref<T>(dx.local(window)));
+          conv_backward_data<T>(*backend_, g, tensor_ref<const T>(dy.owned()), weight_.value.data(),
+                                tensor_ref<T>(dx.local(window)));
         },
         [&] {
           const Box window = input_window(dy.owned_box(), x.distribution().global_shape());
-          backend_->backward_weights(g, tensor_ref<const T>(x.local(window)), tensor_ref<const T>(dy.owned()),
-                                     weight_.grad.data(), dbias);
+          conv_backward_weights<T>(*backend_, g, tensor_ref<const T>(x.local(window)),
+                                   tensor_ref<const T>(dy.owned()), weight_.grad.data(), dbias);
         });
   }
 

@@ -7,12 +7,19 @@
 // are NCHW with arbitrary element strides, so sub-boxes of a window (interior, border
 // strips) are passed in place, without copies. Pointers are in the build's Kokkos memory
 // space. Weights are dense OIHW (O, C/groups, kh, kw); bias is dense (O).
-// fp32 only: oneDNN has no f64 convolution, and one element type keeps both backends alike.
+// Element types: fp32, and bf16 activations and weights (--precision bf16) with fp32
+// accumulation and fp32 weight gradients (they add into Parameter::grad, which is fp32).
+// oneDNN has no f64 convolution. A backend without bf16 says so (runs_bf16) and the layers
+// refuse bf16 when they are built, naming the backend.
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
+#include "distarray/bf16.hpp"
 #include "distarray/box.hpp"
 
 namespace tessera::layers {
@@ -59,7 +66,58 @@ class ConvBackend {
   // partial gradients from several calls or layers accumulate like Parameter::grad.
   virtual void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy,
                                 float* dweight, float* dbias) = 0;
+
+  // The same three in bf16: activations, weight and bias in bf16, sums in fp32, weight and
+  // bias gradients added in fp32. Only called when runs_bf16(); the defaults throw.
+  virtual bool runs_bf16() const { return false; }
+  virtual void forward_bf16(const ConvGeometry&, const Tensor4Ref<const bf16>&, const bf16*, const bf16*,
+                            const Tensor4Ref<bf16>&) {
+    no_bf16();
+  }
+  virtual void backward_data_bf16(const ConvGeometry&, const Tensor4Ref<const bf16>&, const bf16*,
+                                  const Tensor4Ref<bf16>&) {
+    no_bf16();
+  }
+  virtual void backward_weights_bf16(const ConvGeometry&, const Tensor4Ref<const bf16>&, const Tensor4Ref<const bf16>&,
+                                     float*, float*) {
+    no_bf16();
+  }
+
+ private:
+  [[noreturn]] void no_bf16() const {
+    throw std::logic_error(std::string(name()) + " convolution: a bf16 call although runs_bf16() is false");
+  }
 };
+
+// The element-type-generic calls of the layers (conv, deconv): T is float or bf16.
+template <class T>
+void conv_forward(ConvBackend& b, const ConvGeometry& g, const Tensor4Ref<const T>& x, const T* weight, const T* bias,
+                  const Tensor4Ref<T>& y) {
+  if constexpr (std::is_same_v<T, bf16>) b.forward_bf16(g, x, weight, bias, y);
+  else b.forward(g, x, weight, bias, y);
+}
+template <class T>
+void conv_backward_data(ConvBackend& b, const ConvGeometry& g, const Tensor4Ref<const T>& dy, const T* weight,
+                        const Tensor4Ref<T>& dx) {
+  if constexpr (std::is_same_v<T, bf16>) b.backward_data_bf16(g, dy, weight, dx);
+  else b.backward_data(g, dy, weight, dx);
+}
+template <class T>
+void conv_backward_weights(ConvBackend& b, const ConvGeometry& g, const Tensor4Ref<const T>& x,
+                           const Tensor4Ref<const T>& dy, Compute<T>* dweight, Compute<T>* dbias) {
+  if constexpr (std::is_same_v<T, bf16>) b.backward_weights_bf16(g, x, dy, dweight, dbias);
+  else b.backward_weights(g, x, dy, dweight, dbias);
+}
+
+// Throws std::invalid_argument naming `layer` and the backend when T is bf16 and the
+// backend has no bf16 path: the one place a layer refuses a precision, at construction.
+template <class T>
+void require_precision(const ConvBackend& b, const std::string& layer) {
+  if constexpr (std::is_same_v<T, bf16>)
+    if (!b.runs_bf16())
+      throw std::invalid_argument(layer + ": --precision bf16 is not available with the " + std::string(b.name()) +
+                                  " backend yet");
+}
 
 // The build's backend (oneDNN or cuDNN). Each Conv2d owns one: its caches are per layer.
 std::unique_ptr<ConvBackend> make_conv_backend();

@@ -8,6 +8,10 @@
 // The buffer is kept between steps: a training step packs the same parameters every time,
 // so it is allocated on the first pack and reallocated only when the parameters' total
 // length changes.
+//
+// Gradients are Compute<T> (fp32 for a bf16 model: layers/parameter.hpp), and so is the
+// buffer: a bf16 model's gradients are summed over ranks in fp32, the same bytes as an fp32
+// model's (docs/training.md, "Mixed precision" says why).
 
 #include <Kokkos_Core.hpp>
 
@@ -28,10 +32,11 @@ template <class T>
 class FusedBucket {
  public:
   using Space = typename Parameter<T>::View::memory_space;
+  using G = Compute<T>;  // the gradients' element type
 
   // Copies the gradients of `params` into the buffer, one after the other; returns the
   // buffer's elements (empty for no elements). Remembers `params` for unpack().
-  std::pair<T*, std::size_t> pack(const std::vector<Parameter<T>*>& params) {
+  std::pair<G*, std::size_t> pack(const std::vector<Parameter<T>*>& params) {
     if (params != params_) params_ = params;
     std::size_t total = 0;
     for (const Parameter<T>* p : params_) total += p->grad.extent(0);
@@ -72,7 +77,7 @@ class FusedBucket {
   }
 
   std::vector<Parameter<T>*> params_;
-  Kokkos::View<T*, Space> buffer_;
+  Kokkos::View<G*, Space> buffer_;
 };
 
 }  // namespace tessera::layers

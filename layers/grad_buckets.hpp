@@ -36,7 +36,7 @@ class GradientBuckets {
   static constexpr std::size_t kDefaultBucketBytes = std::size_t{4} << 20;
 
   explicit GradientBuckets(const ProcessGrid& grid, std::size_t bucket_bytes = kDefaultBucketBytes)
-      : bucket_elements_(std::max<std::size_t>(1, bucket_bytes / sizeof(T))), groups_(grid) {}
+      : bucket_elements_(std::max<std::size_t>(1, bucket_bytes / sizeof(Compute<T>))), groups_(grid) {}
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
   // An exception between ready() and finish() leaves sums in flight: groups_' collectives,

@@ -27,6 +27,10 @@
 // ranks counts it once.
 // Weight (K, C*H*W) and bias (K) are replicated and drawn as PyTorch's nn.Linear
 // (uniform in ±1/sqrt(C*H*W)) from `seed`, the same on every rank.
+//
+// T: float, or bf16 (--precision bf16): x, y, weight and bias in bf16; the partial products
+// are summed in fp32 (over the features and then over the spatial group) and rounded once
+// into y; dx is rounded once; the weight and bias gradients stay fp32.
 
 #include <Kokkos_Core.hpp>
 
@@ -38,6 +42,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "layers/group_sum.hpp"
@@ -52,10 +57,16 @@
 
 namespace tessera::layers {
 
-class Linear final : public Layer<float> {
-  using Matrix = linear::Matrix;
-  using Dense4 = Kokkos::View<float****, Kokkos::LayoutRight, linear::Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T>
+class Linear final : public Layer<T> {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>, "Linear: fp32 or bf16");
+  using Matrix = linear::MatrixOf<T>;
+  using Sums = linear::Matrix;  // fp32 partial products
+  template <class E>
+  using Dense4Of = Kokkos::View<E****, Kokkos::LayoutRight, linear::Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Dense4 = Dense4Of<T>;
   using UnmanagedMatrix = Kokkos::View<float**, Kokkos::LayoutRight, linear::Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  static constexpr bool kFp32 = std::is_same_v<T, float>;
 
  public:
   // in: the (C, H, W) of each input sample. Throws std::invalid_argument for invalid options
@@ -63,9 +74,10 @@ class Linear final : public Layer<float> {
   Linear(const LinearOptions& options, const std::array<std::int64_t, 3>& in, std::uint64_t seed)
       : options_(options), in_(in), backend_(make_linear_backend()) {
     options_.validate();
+    require_gemm_precision<T>(*backend_, "linear(" + options_.to_spec() + ")");
     if (in_[0] < 1 || in_[1] < 1 || in_[2] < 1)
       throw std::invalid_argument("linear(" + options_.to_spec() + "): input (C, H, W) must be >= 1 each");
-    weight_ = Parameter<float>("weight", {options_.out, in_features()}, "linear");
+    weight_ = Parameter<T>("weight", {options_.out, in_features()}, "linear");
     const double bound = 1.0 / std::sqrt(static_cast<double>(in_features()));
     std::uint64_t state = seed;
     fill_uniform(weight_, bound, state);
@@ -96,7 +108,7 @@ class Linear final : public Layer<float> {
   // x: tiled on its grid; y: on make_head_grid(x's grid), shape output_shape. Collective
   // over x's spatial group. A view of x's tile is kept for backward (a copy only when the
   // tile is not dense in memory: x allocated with a halo).
-  void forward(const Tensor<float>& x, const Tensor<float>& y) override {
+  void forward(const Tensor<T>& x, const Tensor<T>& y) override {
     check_output(x, y, "y");
     const Box own = x.owned_box();
     const Shape4 s = own.shape();
@@ -120,15 +132,17 @@ class Linear final : public Layer<float> {
       linear::gather_columns(weight_.value, tile_, weight_block_);
       w_ = {weight_block_.data(), count};
     }
-    // The partial products go straight into y when its owned block is one dense matrix,
-    // are summed there over the spatial group, and the bias is added in place.
+    // The partial products go straight into y when its owned block is one dense fp32
+    // matrix, are summed there over the spatial group, and the bias is added in place. In
+    // bf16 they are summed in an fp32 block and rounded once into y.
     const auto y_owned = y.owned();
-    const bool in_place = dense_rows(y_owned) && (samples_ <= 1 || row_stride(y_owned) == out);
-    float* sums = in_place ? y_owned.data() : sized(sums_, "linear.partial_sums", samples_, out).data();
-    backend_->gemm(Transpose::no, Transpose::yes, samples_, out, count, 1.0f, x_.data, x_.ld, w_.data, w_.ld, 0.0f,
-                   sums, out);
+    const bool in_place = kFp32 && dense_rows(y_owned) && (samples_ <= 1 || row_stride(y_owned) == out);
+    float* sums = in_place ? reinterpret_cast<float*>(y_owned.data())
+                           : sized(sums_, "linear.partial_sums", samples_, out).data();
+    gemm_of<T>(*backend_, Transpose::no, Transpose::yes, samples_, out, count, 1.0f, x_.data, x_.ld, w_.data, w_.ld,
+               0.0f, sums, out);
     sums_staging_.sum(UnmanagedMatrix(sums, samples_, out), x.grid(), SumGroup::spatial, "linear");
-    if (bias_ || !in_place) linear::write_output(sums, bias_ ? bias_->value : linear::Vector(), y_owned);
+    if (bias_ || !in_place) linear::write_output(sums, bias_ ? bias_->value : linear::VectorOf<T>(), y_owned);
     input_distribution_.emplace(x.distribution());
     // On a head-grid input (after gap or linear) each replica holds every feature and
     // computes the whole gradient of its samples: sum it over the sample group only.
@@ -142,7 +156,7 @@ class Linear final : public Layer<float> {
   // dx: distributed as forward's x. No communication. Three GEMMs reading dy, x's tile and
   // the weight where they lie; dx and the weight gradient are written in place unless the
   // tile is not dense in memory (dx) or not the whole image (the weight's columns).
-  void backward(const Tensor<float>& dy, const Tensor<float>& dx) override {
+  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
     if (!input_distribution_) throw std::logic_error("linear(" + options() + "): backward() before forward()");
     if (!(dx.distribution() == *input_distribution_))
       throw std::invalid_argument("linear(" + options() + "): dx is " + dx.distribution().describe() +
@@ -158,47 +172,47 @@ class Linear final : public Layer<float> {
     }
     // dx (halo cells, if dx has any, are zero: linear reads only the tile).
     const auto dx_owned = dx.owned();
-    if (!(dx.window_box() == dx.owned_box())) dx.fill_window(0.0f);
+    if (!(dx.window_box() == dx.owned_box())) dx.fill_window(T(0));
     if (dense_rows(dx_owned)) {
-      backend_->gemm(Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld, 0.0f,
-                     dx_owned.data(), row_stride(dx_owned));
+      gemm_of<T>(*backend_, Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld,
+                 0.0f, dx_owned.data(), row_stride(dx_owned));
     } else {
       const Matrix& dx_block = sized(dx_block_, "linear.dx_tile", samples_, count);
-      backend_->gemm(Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld, 0.0f,
-                     dx_block.data(), count);
+      gemm_of<T>(*backend_, Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld,
+                 0.0f, dx_block.data(), count);
       const Box own = dx.owned_box();
       Kokkos::deep_copy(dx_owned, Dense4(dx_block.data(), samples_, own.extent(C), own.extent(H), own.extent(W)));
     }
     if (samples_ == 0) return;
     // dW += dy^T x: into the gradient itself (beta 1) when the tile is the whole image.
     if (tile_.whole()) {
-      backend_->gemm(Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld, 1.0f,
-                     weight_.grad.data(), count);
+      gemm_of<T>(*backend_, Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld,
+                 1.0f, weight_.grad.data(), count);
     } else {
-      const Matrix& dweight_block = sized(dweight_block_, "linear.dweight_block", out, count);
-      backend_->gemm(Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld, 0.0f,
-                     dweight_block.data(), count);
+      const Sums& dweight_block = sized(dweight_block_, "linear.dweight_block", out, count);
+      gemm_of<T>(*backend_, Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld,
+                 0.0f, dweight_block.data(), count);
       linear::add_columns(dweight_block, tile_, weight_.grad);
     }
     if (bias_ && adds_bias_gradient_) linear::add_bias_gradient(g.data, g.ld, samples_, bias_->grad);
   }
 
-  std::vector<Parameter<float>*> params() override {
-    std::vector<Parameter<float>*> p{&weight_};
+  std::vector<Parameter<T>*> params() override {
+    std::vector<Parameter<T>*> p{&weight_};
     if (bias_) p.push_back(&*bias_);
     return p;
   }
 
  private:
   // `head` must be the output of `tiled` on its head grid: right shape, same samples.
-  void check_output(const Tensor<float>& tiled, const Tensor<float>& head, const char* name) const {
+  void check_output(const Tensor<T>& tiled, const Tensor<T>& head, const char* name) const {
     require_head_output(tiled, head, output_shape(tiled.distribution().global_shape()), "linear(" + options() + ")",
                         name);
   }
 
   // A row-major matrix where it lies: first element and row stride.
   struct Operand {
-    float* data = nullptr;
+    T* data = nullptr;
     std::int64_t ld = 0;
   };
 
@@ -219,15 +233,16 @@ class Linear final : public Layer<float> {
 
   LinearOptions options_;
   std::array<std::int64_t, 3> in_;
-  Parameter<float> weight_;
-  std::optional<Parameter<float>> bias_;
+  Parameter<T> weight_;
+  std::optional<Parameter<T>> bias_;
   std::unique_ptr<LinearBackend> backend_;
   linear::TileColumns tile_{};
   std::int64_t samples_ = 0;
-  Tensor<float>::SubView x_owned_;  // forward's x tile, kept alive for backward
-  Operand x_, w_;                   // x's tile and the weight's columns as forward used them
-  Matrix saved_x_, weight_block_;   // copies, made only when x_ / w_ cannot be read in place
-  Matrix sums_, dy_block_, dx_block_, dweight_block_;  // scratch kept between steps (scratch.hpp)
+  typename Tensor<T>::SubView x_owned_;  // forward's x tile, kept alive for backward
+  Operand x_, w_;                         // x's tile and the weight's columns as forward used them
+  Matrix saved_x_, weight_block_;         // copies, made only when x_ / w_ cannot be read in place
+  Matrix dy_block_, dx_block_;            // scratch kept between steps (scratch.hpp)
+  Sums sums_, dweight_block_;             // fp32 scratch: partial products, weight-gradient columns
   GroupSum<float> sums_staging_;
   std::optional<Distribution> input_distribution_;
   bool adds_bias_gradient_ = false;

@@ -12,13 +12,19 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+
+#include "distarray/bf16.hpp"
 #include "distarray/kernel_label.hpp"
 
 namespace tessera::layers::linear {
 
 using Space = Kokkos::DefaultExecutionSpace::memory_space;
-using Matrix = Kokkos::View<float**, Kokkos::LayoutRight, Space>;
-using Vector = Kokkos::View<float*, Space>;
+template <class E>
+using MatrixOf = Kokkos::View<E**, Kokkos::LayoutRight, Space>;
+template <class E>
+using VectorOf = Kokkos::View<E*, Space>;
+using Matrix = MatrixOf<float>;
+using Vector = VectorOf<float>;
 using Index = Kokkos::IndexType<std::int64_t>;
 
 // Where a tile sits in the flattened features.
@@ -37,7 +43,8 @@ struct TileColumns {
 };
 
 // block(k, j) = weight(k, feature(j)); weight is dense (K, C*H*W). One run a work item.
-inline void gather_columns(const Vector& weight, const TileColumns& tile, const Matrix& block) {
+template <class E>
+void gather_columns(const VectorOf<E>& weight, const TileColumns& tile, const MatrixOf<E>& block) {
   const std::int64_t features = tile.features(), count = tile.count(), runs = tile.channels * tile.th,
                      tw = tile.tw;
   Kokkos::parallel_for(
@@ -45,8 +52,8 @@ inline void gather_columns(const Vector& weight, const TileColumns& tile, const 
       Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(block.extent(0)) * runs),
       KOKKOS_LAMBDA(const std::int64_t i) {
         const std::int64_t k = i / runs, r = i % runs;
-        const float* from = weight.data() + k * features + tile.run_start(r);
-        float* to = block.data() + k * count + r * tw;
+        const E* from = weight.data() + k * features + tile.run_start(r);
+        E* to = block.data() + k * count + r * tw;
         for (std::int64_t j = 0; j < tw; ++j) to[j] = from[j];
       });
 }
@@ -67,27 +74,29 @@ inline void add_columns(const Matrix& block, const TileColumns& tile, const Vect
 }
 
 // y(n, k, 0, 0) = sums[n * K + k] + bias(k) for the dense n x K matrix `sums`, which may be
-// y's own memory (the bias then added in place). An empty bias adds nothing.
-template <class Y>
-void write_output(const float* sums, const Vector& bias, const Y& y) {
+// y's own memory (the bias then added in place). An empty bias adds nothing. The sum is
+// taken in fp32 and rounded once into y's element type.
+template <class Y, class S, class B>
+void write_output(const S* sums, const VectorOf<B>& bias, const Y& y) {
   const bool with_bias = bias.extent(0) > 0;
-  const float* b = bias.data();
+  const B* b = bias.data();
   const auto out = static_cast<std::int64_t>(y.extent(1));
   Kokkos::parallel_for(
       kernel_label("tessera::linear::write_output"), Kokkos::RangePolicy<Index>(0, static_cast<std::int64_t>(y.extent(0)) * out),
       KOKKOS_LAMBDA(const std::int64_t i) {
         const std::int64_t n = i / out, k = i % out;
-        y(n, k, 0, 0) = sums[i] + (with_bias ? b[k] : 0.0f);
+        y(n, k, 0, 0) = float(sums[i]) + (with_bias ? float(b[k]) : 0.0f);
       });
 }
 
-// grad(k) += sum over n of dy(n, k); dy is samples x out with row stride ld.
-inline void add_bias_gradient(const float* dy, std::int64_t ld, std::int64_t samples, const Vector& grad) {
+// grad(k) += sum over n of dy(n, k); dy is samples x out with row stride ld. Summed in fp32.
+template <class E>
+void add_bias_gradient(const E* dy, std::int64_t ld, std::int64_t samples, const Vector& grad) {
   Kokkos::parallel_for(
       kernel_label("tessera::linear::bias_gradient"), Kokkos::RangePolicy<Index>(0, grad.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t k) {
         float sum = 0;
-        for (std::int64_t n = 0; n < samples; ++n) sum += dy[n * ld + k];
+        for (std::int64_t n = 0; n < samples; ++n) sum += float(dy[n * ld + k]);
         grad(k) += sum;
       });
 }

@@ -3,12 +3,13 @@
 // gradient sums, as row ops (layers/cell_loop.hpp): vectorised contiguous rows of the
 // owned tile on the host, one cell per thread with w fastest on CUDA. Functors, not
 // lambdas, so that the same code compiles for CUDA (extended lambdas are not allowed in
-// class members).
+// class members). Sums are computed in Compute<T> (fp32 for bf16) and rounded once.
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 
+#include "distarray/bf16.hpp"
 #include "layers/cell_loop.hpp"
 
 namespace tessera::layers::merge {
@@ -24,12 +25,13 @@ struct RowKernel {
   Rows<T> dst;
   Rows<const T> a, b;  // b: only for sum
   struct Row {
+    using F = Compute<T>;
     T* dst;
     const T *a, *b;
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
       if constexpr (op == RowOp::copy) dst[w] = a[w];
-      else if constexpr (op == RowOp::sum) dst[w] = a[w] + b[w];
-      else dst[w] += a[w];
+      else if constexpr (op == RowOp::sum) dst[w] = T(F(a[w]) + F(b[w]));
+      else dst[w] = T(F(dst[w]) + F(a[w]));
     }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {

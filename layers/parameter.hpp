@@ -118,6 +118,14 @@ struct Parameter {
   std::size_t local_size() const { return value.extent(0); }
   void zero_grad() const { tessera::fill(grad, Compute<T>(0)); }
 
+  // The fp32 master as everything that updates, reads or saves it must see it: `master` in a
+  // bf16 model, `value` itself in an fp32 one — read through here so that code assigning
+  // `value` directly (tests, hand-built parameters) still has one array for both.
+  const MasterView& master_values() const {
+    if constexpr (kSeparateMaster) return master;
+    else return value;
+  }
+
   // After the optimizer wrote `master`: the layer's copy follows (rounded to T).
   void refresh_value() const {
     if constexpr (kSeparateMaster) {

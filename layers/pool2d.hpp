@@ -14,6 +14,9 @@
 // nothing: the argmax tap of every output (max; like cuDNN's and oneDNN's max-pooling
 // workspace) or its norm (l2). No parameters.
 //
+// bf16 (--precision bf16): the same fp32 kernels on fp32 copies of the window (and of dy),
+// the result rounded once into bf16 (layers/wide_staging.hpp); the norms stay fp32.
+//
 // CUDA builds pool with cuDNN where it computes exactly this (max and average without
 // padding or dilation; layers/pointwise_library.hpp); cuDNN's backward reads forward's
 // output instead of the argmax codes, so the layer then keeps y (by reference, as
@@ -33,6 +36,7 @@
 #include "layers/pool2d_options.hpp"
 #include "layers/scratch.hpp"
 #include "layers/tensor_ref.hpp"
+#include "layers/wide_staging.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
@@ -86,7 +90,16 @@ class Pool2d final : public Layer<T> {
         if (library_)
           return library_->pool_forward(*library_pooling_, tensor_ref<const T>(x.local(window)),
                                         tensor_ref<T>(y.local(out)));
-      pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
+      if constexpr (kWide) {
+        // bf16: the fp32 kernel on widened copies, the output rounded once (wide_staging.hpp).
+        const auto xs = x.local(window), ys = y.local(out);
+        const auto xw = wide_.shaped_like(0, xs), yw = wide_.shaped_like(1, ys);
+        wide_.copy(xs, xw);
+        pool_kernels::forward(options_, xw, yw, work(out, owned), placement(window, shape));
+        wide_.copy(yw, ys);
+      } else {
+        pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
+      }
     });
     if (library_) saved_y_.emplace(y);
     saved_x_.emplace(x);
@@ -111,8 +124,18 @@ class Pool2d final : public Layer<T> {
               return library_->pool_backward(*library_pooling_, tensor_ref<const T>(x.local(window)),
                                              tensor_ref<const T>(saved_y_->owned()), tensor_ref<const T>(dy.owned()),
                                              tensor_ref<T>(dx.local(window)));
-          pool_kernels::backward(options_, x.local(window), dy.owned(), dx.local(window),
-                                 work(saved_output_, saved_output_), placement(window, shape));
+          if constexpr (kWide) {
+            const auto xs = x.local(window), dys = dy.owned(), dxs = dx.local(window);
+            const auto xw = wide_.shaped_like(0, xs), dyw = wide_.shaped_like(1, dys), dxw = wide_.shaped_like(2, dxs);
+            wide_.copy(xs, xw);
+            wide_.copy(dys, dyw);
+            tessera::fill(dxw, 0.0f);  // the host kernels add into dx
+            pool_kernels::backward(options_, xw, dyw, dxw, work(saved_output_, saved_output_), placement(window, shape));
+            wide_.copy(dxw, dxs);
+          } else {
+            pool_kernels::backward(options_, x.local(window), dy.owned(), dx.local(window),
+                                   work(saved_output_, saved_output_), placement(window, shape));
+          }
         },
         [] {});
   }
@@ -121,9 +144,10 @@ class Pool2d final : public Layer<T> {
 
  private:
   static constexpr bool kLibrary = kPointwiseLibrary && std::is_same_v<T, float>;  // cuDNN is fp32
+  static constexpr bool kWide = std::is_same_v<T, bf16>;  // bf16 pools in fp32 on widened copies
   using MemorySpace = typename Tensor<T>::memory_space;
   using Codes = Kokkos::View<pool_kernels::Code****, Kokkos::LayoutRight, MemorySpace>;
-  using Norms = Kokkos::View<T****, Kokkos::LayoutRight, MemorySpace>;
+  using Norms = Kokkos::View<Compute<T>****, Kokkos::LayoutRight, MemorySpace>;
   using Range = Kokkos::pair<std::int64_t, std::int64_t>;
   using CodesPart = decltype(Kokkos::subview(Codes(), Range(), Range(), Range(), Range()));
   using NormsPart = decltype(Kokkos::subview(Norms(), Range(), Range(), Range(), Range()));
@@ -174,6 +198,7 @@ class Pool2d final : public Layer<T> {
   std::optional<LibraryPooling> library_pooling_;  // CUDA builds, where cuDNN pools alike
   std::unique_ptr<PointwiseLibrary> library_;
   std::optional<Tensor<T>> saved_y_;  // with library_: forward's y, which cuDNN's backward reads
+  WideStaging<MemorySpace> wide_;     // bf16: fp32 copies of the boxes the kernels read and write
 };
 
 }  // namespace tessera::layers

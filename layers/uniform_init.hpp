@@ -19,7 +19,7 @@ namespace tessera::layers {
 template <class T>
 void fill_uniform(const Parameter<T>& p, double bound, std::uint64_t& state) {
   constexpr std::uint64_t golden = 0x9E3779B97F4A7C15ull;
-  auto host = Kokkos::create_mirror_view(p.value);
+  auto host = Kokkos::create_mirror_view(p.master_values());
   const std::size_t dims = p.shape.size();
   for (std::size_t local = 0; local < host.extent(0); ++local) {
     std::uint64_t global = 0, rest = local;  // row-major index of the element in p.shape
@@ -35,9 +35,10 @@ void fill_uniform(const Parameter<T>& p, double bound, std::uint64_t& state) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
     const double unit = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
-    host(local) = static_cast<T>((2.0 * unit - 1.0) * bound);
+    host(local) = static_cast<Compute<T>>((2.0 * unit - 1.0) * bound);
   }
-  Kokkos::deep_copy(p.value, host);
+  Kokkos::deep_copy(p.master_values(), host);
+  p.refresh_value();
   state += static_cast<std::uint64_t>(Parameter<T>::element_count(p.shape)) * golden;
 }
 

@@ -11,6 +11,7 @@
 // writes straight into them, and the content must not outlive them.
 
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,15 @@ using LayerParameters = std::vector<std::pair<std::string, layers::Parameter<flo
 // parameters /optimizer/<path>/<name>/<buffer> (momentum_buffer, exp_avg, ...) and the
 // counter /optimizer/<path>/<name>/step; meta.optimizer becomes the optimizer's kind. Throws
 // std::invalid_argument if the optimizer updates a parameter not in `params`.
+//
+// Every slot is fp32: a parameter's slot is its fp32 master (the value itself in an fp32
+// model), so a bf16 model saves and loads the same file as an fp32 one; after a load, call
+// refresh_value() on each parameter so that its bf16 copy follows (a no-op in fp32).
+template <class T>
+CheckpointContent checkpoint_content(const std::vector<std::pair<std::string, layers::Parameter<T>*>>& params,
+                                     std::type_identity_t<layers::Optimizer<T>>* optimizer = nullptr,
+                                     CheckpointMeta meta = {});
+// The fp32 case, callable with a braced list of (path, parameter) pairs.
 CheckpointContent checkpoint_content(const LayerParameters& params, layers::Optimizer<float>* optimizer = nullptr,
                                      CheckpointMeta meta = {});
 

@@ -117,8 +117,18 @@ MemoryPlan Graph<T>::memory_plan(const GraphSpec& spec, const Shape4& input, con
         if (!extent.empty()) extent += 'x';
         extent += std::to_string(d);
       }
-      plan.add(planned.where(i) + " " + p->name + " and its gradient", extent,
-               2 * static_cast<std::int64_t>(p->local_elements() * sizeof(T)), MemoryUse::parameters);
+      const auto elements = static_cast<std::int64_t>(p->local_elements());
+      plan.count_parameters(elements);
+      // The value in T; gradient (and, for bf16, the master) in Compute<T>: bytes by precision.
+      if constexpr (layers::Parameter<T>::kSeparateMaster) {
+        plan.add(planned.where(i) + " " + p->name, extent, elements * std::int64_t(sizeof(T)), MemoryUse::parameters,
+                 precision_name<T>());
+        plan.add(planned.where(i) + " " + p->name + " fp32 master and gradient", extent,
+                 2 * elements * std::int64_t(sizeof(Compute<T>)), MemoryUse::parameters, precision_name<Compute<T>>());
+      } else {
+        plan.add(planned.where(i) + " " + p->name + " and its gradient", extent, 2 * elements * std::int64_t(sizeof(T)),
+                 MemoryUse::parameters, precision_name<T>());
+      }
     }
   const auto add = [&](const BufferPlan& b, const std::string& of) {
     const Box window = Distribution(b.shape, b.grid->dims()).owned_box(b.grid->rank()).grow(b.halo.below, b.halo.above);
@@ -128,7 +138,7 @@ MemoryPlan Graph<T>::memory_plan(const GraphSpec& spec, const Shape4& input, con
       what = of + std::to_string(b.owners.size()) + " arrays of shape " + shape_text(b.shape) +
              ", one at a time (shared by liveness)";
     plan.add(what + (b.halo == HaloWidths{} ? "" : " (with halo)"), shape_text(window.shape()),
-             window.size() * static_cast<std::int64_t>(sizeof(T)), MemoryUse::activations);
+             window.size() * static_cast<std::int64_t>(sizeof(T)), MemoryUse::activations, precision_name<T>());
   };
   // Activations last, the output's last of all (the trainer sizes its targets by it).
   for (const BufferPlan& b : planned.gradient_plan_) add(b, "gradient buffer of ");
@@ -244,7 +254,12 @@ void Graph<T>::build(const LayerRegistry& registry, std::uint64_t seed) {
         in_shapes.push_back(shapes_[a]);
       }
       const LayerRecipe& recipe = registry.find(node.entry.name);
-      auto layer = recipe.make(node.entry.options, in_shapes[0], layer_seed(seed, i));
+      const LayerRecipe::FactoryOf<T>& make = recipe.template factory<T>();
+      if (!make)
+        throw std::invalid_argument(node.entry.name + " has no " + precision_name<T>() +
+                                    " implementation yet (layers in " + precision_name<T>() + ": " +
+                                    registry.bf16_names_list() + ")");
+      auto layer = make(node.entry.options, in_shapes[0], layer_seed(seed, i));
       const layers::InputArity arity = layer->arity();
       if (in_shapes.size() < arity.min || in_shapes.size() > arity.max) {
         const std::string range = arity.min == arity.max ? std::to_string(arity.min)
@@ -530,7 +545,7 @@ void Graph<T>::set_halo_config(const layers::WindowedConfig& config) {
 template <class T>
 void Graph<T>::set_training(bool training) {
   for (Node& node : nodes_)
-    if (node.recipe->set_training) node.recipe->set_training(*node.layer, training);
+    if (const auto& set = node.recipe->template training_switch<T>()) set(*node.layer, training);
 }
 
 template <class T>
@@ -543,8 +558,11 @@ std::int64_t Graph<T>::parameter_count() {
 template <class T>
 std::int64_t Graph<T>::local_parameter_bytes() {
   std::int64_t bytes = 0;
-  for (layers::Parameter<T>* p : parameters())
-    bytes += static_cast<std::int64_t>((p->value.size() + p->grad.size()) * sizeof(T));
+  for (layers::Parameter<T>* p : parameters()) {
+    bytes += static_cast<std::int64_t>(p->value.size() * sizeof(T) + p->grad.size() * sizeof(Compute<T>));
+    if constexpr (layers::Parameter<T>::kSeparateMaster)
+      bytes += static_cast<std::int64_t>(p->master.size() * sizeof(Compute<T>));
+  }
   return bytes;
 }
 
@@ -581,5 +599,6 @@ std::string Graph<T>::describe() {
 }
 
 template class Graph<float>;
+template class Graph<bf16>;
 
 }  // namespace tessera::models

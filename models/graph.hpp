@@ -73,7 +73,8 @@ enum class Passes { training, forward_only };
 
 template <class T>
 class Graph {
-  static_assert(std::is_same_v<T, float>, "Graph: the layer registry builds fp32 layers");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>,
+                "Graph: the layer registry builds fp32 and bf16 layers");
 
  public:
   // input: global (N, C, H, W). Collective over `grid` (head grids are created). Throws
@@ -190,5 +191,6 @@ class Graph {
 };
 
 extern template class Graph<float>;
+extern template class Graph<bf16>;
 
 }  // namespace tessera::models

@@ -22,7 +22,22 @@ namespace tessera::models {
 namespace {
 
 using layers::Layer;
+using tessera::bf16;
 using Made = std::unique_ptr<Layer<float>>;
+
+// A recipe whose factory `make(tag, options, input, seed)` builds the layer in the element
+// type of `tag` (float{} or bf16{}): the same code makes the fp32 and the bf16 layer.
+template <class Make>
+LayerRecipe both_precisions(Make make) {
+  LayerRecipe recipe;
+  recipe.make = [make](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
+    return make(float{}, o, in, seed);
+  };
+  recipe.make_bf16 = [make](std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<bf16>> {
+    return make(bf16{}, o, in, seed);
+  };
+  return recipe;
+}
 
 // A layer that takes no options still rejects any it is given.
 void expect_no_options(const char* kind, std::string_view options) { layers::SpecOptions(kind, options).finish(); }
@@ -35,37 +50,41 @@ LayerRecipe spatial(LayerRecipe::Factory make) {
 }
 
 LayerRecipe activation(const char* kind) {
-  return spatial([kind](std::string_view o, const Shape4&, std::uint64_t) { return layers::make_activation<float>(kind, o); });
+  return both_precisions([kind](auto tag, std::string_view o, const Shape4&, std::uint64_t) {
+    return layers::make_activation<decltype(tag)>(kind, o);
+  });
 }
 
 LayerRecipe pool(layers::PoolKind kind) {
-  return spatial([kind](std::string_view o, const Shape4&, std::uint64_t) -> Made {
-    return std::make_unique<layers::Pool2d<float>>(layers::Pool2dOptions::parse(kind, o));
+  return both_precisions([kind](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+    return std::make_unique<layers::Pool2d<decltype(tag)>>(layers::Pool2dOptions::parse(kind, o));
   });
 }
 
 LayerRecipe batch_norm() {
-  LayerRecipe recipe = spatial([](std::string_view o, const Shape4& in, std::uint64_t) -> Made {
-    return std::make_unique<layers::BatchNorm2d<float>>(layers::BatchNormOptions::parse(o), in[C]);
+  LayerRecipe recipe = both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+    return std::make_unique<layers::BatchNorm2d<decltype(tag)>>(layers::BatchNormOptions::parse(o), in[C]);
   });
   recipe.set_training = [](Layer<float>& layer, bool training) {
     static_cast<layers::BatchNorm2d<float>&>(layer).set_training(training);
+  };
+  recipe.set_training_bf16 = [](Layer<bf16>& layer, bool training) {
+    static_cast<layers::BatchNorm2d<bf16>&>(layer).set_training(training);
   };
   return recipe;
 }
 
 // Layers whose (N, C', 1, 1) output lives on the head grid (layers/head_grid.hpp) and whose
 // input is read without a halo.
-LayerRecipe head(LayerRecipe::Factory make) {
-  LayerRecipe recipe = spatial(std::move(make));
+LayerRecipe head(LayerRecipe recipe) {
   recipe.placement = OutputPlacement::head_grid;
   recipe.input_halo = InputHalo::none;
   return recipe;
 }
 
 void add_builtins(LayerRegistry& r) {
-  r.add("conv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
-          return std::make_unique<layers::Conv2d<float>>(layers::Conv2dOptions::parse(o), in[C], seed);
+  r.add("conv", both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::Conv2d<decltype(tag)>>(layers::Conv2dOptions::parse(o), in[C], seed);
         }));
   r.add("deconv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
           return std::make_unique<layers::Deconv2d<float>>(layers::Deconv2dOptions::parse(o), in[C], seed);
@@ -80,17 +99,17 @@ void add_builtins(LayerRegistry& r) {
   r.add("lcn", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
           return std::make_unique<layers::LocalContrastNorm<float>>(layers::LcnOptions::parse(o));
         }));
-  r.add("flatten", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+  r.add("flatten", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
           expect_no_options("flatten", o);
-          return std::make_unique<layers::Flatten<float>>();
+          return std::make_unique<layers::Flatten<decltype(tag)>>();
         }));
-  r.add("linear", head([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
-          return std::make_unique<layers::Linear>(layers::LinearOptions::parse(o),
-                                                  std::array<std::int64_t, 3>{in[C], in[H], in[W]}, seed);
-        }));
-  r.add("gap", head([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+  r.add("linear", head(both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::Linear<decltype(tag)>>(layers::LinearOptions::parse(o),
+                                                                std::array<std::int64_t, 3>{in[C], in[H], in[W]}, seed);
+        })));
+  r.add("gap", head(spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
           return std::make_unique<layers::GlobalAvgPool<float>>(layers::GlobalAvgPool<float>::parse(o));
-        }));
+        })));
   // The joins of graph models: several inputs, no halo.
   r.add("add", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
           expect_no_options("add", o);
@@ -142,6 +161,13 @@ const LayerRecipe& LayerRegistry::find(std::string_view name) const {
 std::vector<std::string> LayerRegistry::names() const {
   std::vector<std::string> out;
   for (const auto& [name, recipe] : recipes_) out.push_back(name);
+  return out;
+}
+
+std::string LayerRegistry::bf16_names_list() const {
+  std::string out;
+  for (const auto& [name, recipe] : recipes_)
+    if (recipe.make_bf16) out += (out.empty() ? "" : ", ") + name;
   return out;
 }
 

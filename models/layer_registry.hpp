@@ -10,8 +10,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "distarray/bf16.hpp"
 #include "distarray/box.hpp"
 #include "layers/layer.hpp"
 
@@ -31,17 +33,37 @@ enum class InputHalo {
 };
 
 struct LayerRecipe {
-  // Builds the layer from its option text for inputs of global shape `input`; throws
-  // std::invalid_argument for bad options or an input it cannot take.
-  using Factory = std::function<std::unique_ptr<layers::Layer<float>>(std::string_view options,
-                                                                      const Shape4& input, std::uint64_t seed)>;
+  // Builds the layer, in element type T, from its option text for inputs of global shape
+  // `input`; throws std::invalid_argument for bad options or an input it cannot take.
+  template <class T>
+  using FactoryOf = std::function<std::unique_ptr<layers::Layer<T>>(std::string_view options, const Shape4& input,
+                                                                    std::uint64_t seed)>;
   // Switches a layer between training and evaluation behaviour (batch norm's statistics).
-  using SetTraining = std::function<void(layers::Layer<float>&, bool training)>;
+  template <class T>
+  using SetTrainingOf = std::function<void(layers::Layer<T>&, bool training)>;
+  using Factory = FactoryOf<float>;
+  using SetTraining = SetTrainingOf<float>;
 
   Factory make;
+  // The bf16 layer (--precision bf16, docs/training.md). Empty: the layer has no bf16
+  // implementation, and a bf16 model using it is refused, naming the layer.
+  FactoryOf<bf16> make_bf16;
   OutputPlacement placement = OutputPlacement::input_grid;
   InputHalo input_halo = InputHalo::window;
   SetTraining set_training;  // empty: the layer behaves the same in training and evaluation
+  SetTrainingOf<bf16> set_training_bf16;
+
+  // make / make_bf16 and set_training / set_training_bf16 by element type.
+  template <class T>
+  const FactoryOf<T>& factory() const {
+    if constexpr (std::is_same_v<T, bf16>) return make_bf16;
+    else return make;
+  }
+  template <class T>
+  const SetTrainingOf<T>& training_switch() const {
+    if constexpr (std::is_same_v<T, bf16>) return set_training_bf16;
+    else return set_training;
+  }
 };
 
 class LayerRegistry {
@@ -59,6 +81,7 @@ class LayerRegistry {
   const LayerRecipe& find(std::string_view name) const;
   std::vector<std::string> names() const;  // sorted
   std::string names_list() const;          // "avgpool, batchnorm, ..." for messages
+  std::string bf16_names_list() const;     // the layers with a bf16 implementation
 
  private:
   std::map<std::string, LayerRecipe, std::less<>> recipes_;

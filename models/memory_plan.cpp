@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <new>
+#include <map>
 #include <numeric>
 
 #include "distarray/node_memory.hpp"
@@ -26,8 +27,14 @@ int rank_of(MPI_Comm comm) {
 
 }  // namespace
 
-void MemoryPlan::add(std::string what, std::string shape, std::int64_t bytes, MemoryUse use) {
-  items_.push_back({std::move(what), std::move(shape), bytes, use});
+void MemoryPlan::add(std::string what, std::string shape, std::int64_t bytes, MemoryUse use, std::string precision) {
+  items_.push_back({std::move(what), std::move(shape), bytes, use, std::move(precision)});
+}
+
+std::vector<std::pair<std::string, std::int64_t>> MemoryPlan::by_precision() const {
+  std::map<std::string, std::int64_t> sums;
+  for (const MemoryItem& item : items_) sums[item.precision] += item.bytes;
+  return {sums.begin(), sums.end()};
 }
 
 std::int64_t MemoryPlan::total() const {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::models {
@@ -22,19 +23,28 @@ struct MemoryItem {
   std::string shape;  // "8x1x3x3"
   std::int64_t bytes = 0;
   MemoryUse use = MemoryUse::other;
+  std::string precision = "fp32";  // of its elements: "fp32" or "bf16" (--precision bf16)
 };
 
 class MemoryPlan {
  public:
-  void add(std::string what, std::string shape, std::int64_t bytes, MemoryUse use = MemoryUse::other);
+  void add(std::string what, std::string shape, std::int64_t bytes, MemoryUse use = MemoryUse::other,
+           std::string precision = "fp32");
   const std::vector<MemoryItem>& items() const { return items_; }
   std::int64_t total() const;
   std::int64_t total(MemoryUse use) const;
+  // Bytes per precision ("bf16", "fp32"), in name order.
+  std::vector<std::pair<std::string, std::int64_t>> by_precision() const;
+  // The parameters' elements on this rank (each counted once, whatever its precisions):
+  // what an optimizer's fp32 state per parameter takes is state buffers x this x 4 bytes.
+  void count_parameters(std::int64_t elements) { parameter_elements_ += elements; }
+  std::int64_t parameter_elements() const { return parameter_elements_; }
   // The `count` largest items, largest first.
   std::vector<MemoryItem> largest(std::size_t count) const;
 
  private:
   std::vector<MemoryItem> items_;
+  std::int64_t parameter_elements_ = 0;
 };
 
 // A run needs more memory than a rank may use: a bad configuration (model, grid or batch

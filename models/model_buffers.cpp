@@ -18,19 +18,26 @@ std::vector<double> copy_out(const layers::Parameter<float>::View& view) {
 
 }  // namespace
 
-ModelBuffers::ModelBuffers(Sequential<float>& model) {
+template <class T>
+ModelBuffers::ModelBuffers(Sequential<T>& model) {
   for (std::size_t i = 0; i < model.size(); ++i)
-    if (auto* norm = dynamic_cast<layers::BatchNorm2d<float>*>(&model.layer(i))) {
+    if (auto* norm = dynamic_cast<layers::BatchNorm2d<T>*>(&model.layer(i))) {
       const std::size_t channels = norm->running_mean().size();
-      entries_.push_back({model.node_name(i), norm, layers::Parameter<float>::View("running_mean", channels),
+      entries_.push_back({model.node_name(i), [norm]() -> const std::vector<double>& { return norm->running_mean(); },
+                          [norm]() -> const std::vector<double>& { return norm->running_var(); },
+                          [norm](std::vector<double> m, std::vector<double> v) { norm->set_running_stats(std::move(m), std::move(v)); },
+                          layers::Parameter<float>::View("running_mean", channels),
                           layers::Parameter<float>::View("running_var", channels)});
     }
 }
 
+template ModelBuffers::ModelBuffers(Sequential<float>&);
+template ModelBuffers::ModelBuffers(Sequential<bf16>&);
+
 void ModelBuffers::add_to(CheckpointContent& content) {
   for (Entry& e : entries_) {
-    copy_in(e.norm->running_mean(), e.mean);
-    copy_in(e.norm->running_var(), e.var);
+    copy_in(e.running_mean(), e.mean);
+    copy_in(e.running_var(), e.var);
     const auto c = static_cast<std::int64_t>(e.mean.extent(0));
     content.tensors.push_back({layout::param(e.path, "running_mean"), {c}, {0}, {c}, layers::Sharing::replicated, e.mean});
     content.tensors.push_back({layout::param(e.path, "running_var"), {c}, {0}, {c}, layers::Sharing::replicated, e.var});
@@ -38,7 +45,7 @@ void ModelBuffers::add_to(CheckpointContent& content) {
 }
 
 void ModelBuffers::restore() {
-  for (Entry& e : entries_) e.norm->set_running_stats(copy_out(e.mean), copy_out(e.var));
+  for (Entry& e : entries_) e.set_running_stats(copy_out(e.mean), copy_out(e.var));
 }
 
 }  // namespace tessera::models

@@ -11,6 +11,7 @@
 // stats=spatial or local they differ between groups, and rank 0's are saved (as PyTorch
 // DDP saves rank 0's buffers without SyncBatchNorm).
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,9 @@ namespace tessera::models {
 
 class ModelBuffers {
  public:
-  explicit ModelBuffers(Sequential<float>& model);
+  // T: float or bf16 (batch norm keeps its statistics in double either way).
+  template <class T>
+  explicit ModelBuffers(Sequential<T>& model);
 
   // Appends one slot per buffer to `content`, holding the layers' current values.
   void add_to(CheckpointContent& content);
@@ -32,7 +35,8 @@ class ModelBuffers {
  private:
   struct Entry {
     std::string path;  // the node's, as its parameters'
-    layers::BatchNorm2d<float>* norm;
+    std::function<const std::vector<double>&()> running_mean, running_var;
+    std::function<void(std::vector<double>, std::vector<double>)> set_running_stats;
     layers::Parameter<float>::View mean, var;
   };
   std::vector<Entry> entries_;

@@ -24,6 +24,12 @@ std::vector<std::string> optimizer_names();  // "adam", "adamw", "lars", "sgd"
 
 // Throws std::invalid_argument for an unknown kind or bad hyper-parameters (the
 // optimizers' own checks). `grid` must outlive the optimizer (LARS sums norms over it).
+// T: the model's element type; the optimizer updates fp32 masters and keeps fp32 state
+// whatever T is (layers/optim/optimizer.hpp).
+template <class T>
+std::unique_ptr<layers::Optimizer<T>> make_optimizer(const OptimizerSettings& settings,
+                                                     std::vector<layers::Parameter<T>*> params, const ProcessGrid& grid);
+// The fp32 case, callable with a braced list of parameters.
 std::unique_ptr<layers::Optimizer<float>> make_optimizer(const OptimizerSettings& settings,
                                                          std::vector<layers::Parameter<float>*> params,
                                                          const ProcessGrid& grid);

@@ -14,6 +14,8 @@
 #include "distarray/node_memory.hpp"
 #include "distarray/process_grid.hpp"
 #include "halo/wait_clock.hpp"
+#include "layers/backend_info.hpp"
+#include "layers/wide_staging.hpp"
 #include "layers/loss/classification.hpp"
 #include "layers/loss/mse.hpp"
 #include "models/auto_grid.hpp"
@@ -51,7 +53,13 @@ void check_options(const TrainerOptions& o) {
   require(!o.data.empty(), "--data is required: the training file (docs/data.md)");
   require(o.precision == "fp32" || o.precision == "bf16",
           "--precision must be fp32 or bf16, got '" + o.precision + "'");
-  require(o.precision == "fp32", "--precision bf16: this build computes and stores fp32 only");
+  if (o.precision == "bf16") {
+    // What bf16 runs today (docs/training.md, "Mixed precision"): supervised training on
+    // labels. The rest is refused here, before any work, naming the option.
+    require(o.objective == "supervised", "--precision bf16 trains with --objective supervised only (not tica) yet");
+    require(o.noise == 0, "--precision bf16 does not train denoisers (--noise) yet");
+    require(o.predict_out.empty(), "--precision bf16 does not write --predict-out yet");
+  }
   require(o.batch >= 1, "--batch must be at least 1, got " + std::to_string(o.batch));
   require(o.steps >= 0 && o.epochs >= 0, "--steps and --epochs must not be negative");
   require(o.steps == 0 || o.epochs == 0, "give --steps or --epochs, not both");
@@ -89,10 +97,15 @@ GridDims grid_dims(const TrainerOptions& o, MPI_Comm comm, const Line& say) {
   return choice.dims;
 }
 
-std::optional<TicaObjective> make_tica(const TrainerOptions& o, Sequential<float>& model, const ProcessGrid& grid) {
-  if (o.objective != "tica") return std::nullopt;
-  return std::optional<TicaObjective>(std::in_place, model, grid, o.seed,
-                                      TicaSettings{o.tica_lambda, parse_tica_mode(o.tica_mode), o.tica_stage_steps});
+template <class T>
+std::optional<TicaObjective> make_tica(const TrainerOptions& o, Sequential<T>& model, const ProcessGrid& grid) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (o.objective != "tica") return std::nullopt;
+    return std::optional<TicaObjective>(std::in_place, model, grid, o.seed,
+                                        TicaSettings{o.tica_lambda, parse_tica_mode(o.tica_mode), o.tica_stage_steps});
+  } else {
+    return std::nullopt;  // refused for bf16 by check_options
+  }
 }
 
 OptimizerSettings scaled(OptimizerSettings s, const TrainerOptions& o) {
@@ -107,6 +120,9 @@ struct MemoryFigures {
   std::optional<MemoryBudget> budget;
 };
 
+// One run in element type T: float, or bf16 (--precision bf16: bf16 activations and
+// weights, fp32 masters, gradients, reduction, optimizer state and checkpoints).
+template <class T>
 class Run {
  public:
   Run(const TrainerOptions& o, MPI_Comm comm, const Line& say, MemoryFigures& memory)
@@ -123,6 +139,11 @@ class Run {
         optimizer_(make_optimizer(settings_, parameters(), grid_)),
         training_step_(model_, grid_, *optimizer_, o.overlap_allreduce),
         seed_(o.seed) {
+    if constexpr (!kFp32) {
+      if (data_.supervision() != Supervision::labels)
+        throw std::invalid_argument("--precision bf16 trains on /labels only yet; '" + o.data + "' has none");
+      images_.emplace(grid_, model_.shape(0), HaloWidths{}, "tessera::images_fp32");
+    }
     if (o.noise > 0) check_denoising(data_);
     if (tica_) data_.check_samples(model_.shape(0));
     else data_.check_model(model_.shape(0), model_.shape(model_.size()));
@@ -225,21 +246,21 @@ class Run {
     const double t0 = now(), halo0 = halo::exposed_wait_seconds();
     beat(s, "reading the batch");
     const std::vector<std::int64_t> rows = order.rows(s);
-    data_.read_images(rows, model_.input());
+    read_images(data_, rows);
     if (tica_) return tica_step(m, s, t0, halo0, beat);
     std::optional<TrainingSet::LabelView> labels;
     if (o_.noise > 0) corrupt_input(s);
-    else if (data_.supervision() == Supervision::labels) labels = data_.read_labels(rows, model_.output());
+    else if (data_.supervision() == Supervision::labels) labels = data_.read_labels(rows, model_.output().owned_box());
     else data_.read_targets(rows, *targets_);
     m.data_seconds = now() - t0;
 
     beat(s, "forward");
-    const layers::Tensor<float>& out = model_.forward(model_.input());
+    const layers::Tensor<T>& out = model_.forward(model_.input());
     if (labels) {
       const layers::ClassificationStats stats = layers::classification_stats(out, *labels, model_.output_gradient());
       m.loss = stats.loss, m.accuracy = stats.accuracy;
     } else {
-      m.loss = layers::mse_loss(out, targets_->owned(), model_.output_gradient());
+      m.loss = regression_loss(out, &model_.output_gradient());
       m.accuracy = std::nan("");
     }
     if (!std::isfinite(m.loss)) throw TrainingStopped(non_finite(m.loss, s));
@@ -265,8 +286,30 @@ class Run {
 
   // Reconstruction TICA: the objective of the stages this step trains (all, joint; one,
   // greedy) and an update of their parameters only.
+  // An fp32 model reads the batch in place; a bf16 one reads it in fp32 (the files hold
+  // uint8 or float32) and rounds it into the model's input once.
+  void read_images(const TrainingSet& set, const std::vector<std::int64_t>& rows) {
+    if constexpr (kFp32) {
+      set.read_images(rows, model_.input());
+    } else {
+      set.read_images(rows, *images_);
+      layers::WideStaging<typename layers::Tensor<T>::memory_space>::copy(images_->owned(), model_.input().owned());
+    }
+  }
+
+  // MSE against the targets (regression, denoising): fp32 runs only (check_options).
+  double regression_loss(const layers::Tensor<T>& out, const layers::Tensor<T>* gradient) {
+    if constexpr (kFp32) {
+      return gradient ? layers::mse_loss(out, targets_->owned(), *gradient) : layers::mse_loss(out, targets_->owned());
+    } else {
+      throw std::logic_error("a bf16 run reached the MSE loss, which check_options refuses");
+    }
+  }
+
   template <class Beat>
   StepMetrics tica_step(StepMetrics& m, std::int64_t s, double t0, double halo0, const Beat& beat) {
+    if constexpr (!kFp32) throw std::logic_error("a bf16 run reached TICA, which check_options refuses");
+    else {
     m.data_seconds = now() - t0;
     const std::vector<std::size_t> stages = tica_->stages_at(s, total_);
     beat(s, "forward and backward (TICA)");
@@ -284,6 +327,7 @@ class Run {
     const std::vector<layers::Parameter<float>*>& all = optimizer_->params();
     optimizer_->step([&](std::size_t i) { return std::find(trained.begin(), trained.end(), all[i]) != trained.end(); });
     return finish_timing(m, t0, halo0);
+    }
   }
 
   // TICA's objective over every full batch of `set` for the stages step `at_step` trains.
@@ -295,7 +339,7 @@ class Run {
     for (const std::vector<std::int64_t>& rows : evaluation_batches(set.samples(), o_.batch)) {
       beat(at_step, "evaluating");
       if (rows.back() < 0) continue;  // a padded batch: every sample counts
-      set.read_images(rows, model_.input());
+      read_images(set, rows);
       const TicaTerms terms = tica_->evaluate(stages);
       objective += terms.objective * static_cast<double>(o_.batch);
       reconstruction += terms.reconstruction * static_cast<double>(o_.batch);
@@ -320,18 +364,20 @@ class Run {
       beat(at_step, "evaluating");
       const bool full = rows.back() >= 0, regression = o_.noise > 0 || set.supervision() == Supervision::targets;
       if (regression && !full && !predictions) continue;  // MSE has no ignored cells
-      set.read_images(rows, model_.input());
+      read_images(set, rows);
       if (o_.noise > 0) corrupt_input(0);  // the same noise at every evaluation
-      const layers::Tensor<float>& out = model_.forward(model_.input());
-      if (predictions) predictions->write(rows, model_.input(), out);
+      const layers::Tensor<T>& out = model_.forward(model_.input());
+      if constexpr (kFp32)
+        if (predictions) predictions->write(rows, model_.input(), out);
       if (regression && !full) continue;
       if (!regression) {
-        const layers::ClassificationStats stats = layers::classification_stats(out, set.read_labels(rows, out));
+        const layers::ClassificationStats stats =
+            layers::classification_stats(out, set.read_labels(rows, out.owned_box()));
         loss_sum += stats.loss * stats.cells, correct += stats.accuracy * stats.cells;
         e.samples += static_cast<std::int64_t>(stats.cells);
       } else {
         if (o_.noise == 0) set.read_targets(rows, *targets_);
-        loss_sum += layers::mse_loss(out, targets_->owned()) * static_cast<double>(o_.batch);
+        loss_sum += regression_loss(out, nullptr) * static_cast<double>(o_.batch);
         e.samples += o_.batch;
       }
     }
@@ -344,8 +390,10 @@ class Run {
   // Denoising: the clean batch is the target, the model sees it with noise keyed by the
   // step (step 0: evaluation).
   void corrupt_input(std::int64_t step) {
-    Kokkos::deep_copy(targets_->owned(), model_.input().owned());
-    add_gaussian_noise(model_.input(), o_.noise, seed_, step);
+    if constexpr (kFp32) {
+      Kokkos::deep_copy(targets_->owned(), model_.input().owned());
+      add_gaussian_noise(model_.input(), o_.noise, seed_, step);
+    }
   }
 
   void check_denoising(const TrainingSet& set) const {
@@ -375,6 +423,7 @@ class Run {
       buffers.add_to(content);
       load_checkpoint(o_.init_from, grid_, content, LoadScope::weights_only);
       buffers.restore();
+      refresh_values();
       if (rank0_) say_("weights from " + o_.init_from);
     }
     if (o_.resume.empty()) return;
@@ -383,6 +432,7 @@ class Run {
     buffers.add_to(content);
     const CheckpointMeta meta = load_checkpoint(o_.resume, grid_, content);
     buffers.restore();
+    refresh_values();
     if (meta.model_spec != spec_)
       throw std::invalid_argument("checkpoint '" + o_.resume + "' was written by model \"" + meta.model_spec +
                                   "\", not \"" + spec_ + "\"");
@@ -408,16 +458,22 @@ class Run {
     last_saved_ = {path, step};
   }
 
+  // A checkpoint loads the fp32 masters: the model's (bf16) copies follow.
+  void refresh_values() {
+    for (layers::Parameter<T>* p : parameters()) p->refresh_value();
+  }
+
   // The model's parameters and, for TICA, the decoders': what the optimizer updates and a
   // checkpoint holds.
-  NamedParameters<float> named_parameters() {
-    NamedParameters<float> all = model_.params();
-    if (tica_)
-      for (const auto& p : tica_->decoder_params()) all.push_back(p);
+  NamedParameters<T> named_parameters() {
+    NamedParameters<T> all = model_.params();
+    if constexpr (kFp32)
+      if (tica_)
+        for (const auto& p : tica_->decoder_params()) all.push_back(p);
     return all;
   }
-  std::vector<layers::Parameter<float>*> parameters() {
-    std::vector<layers::Parameter<float>*> all;
+  std::vector<layers::Parameter<T>*> parameters() {
+    std::vector<layers::Parameter<T>*> all;
     for (const auto& p : named_parameters()) all.push_back(p.second);
     return all;
   }
@@ -427,8 +483,9 @@ class Run {
   // only saves reading time: it is dropped when the rest fits without it.
   MemoryFigures& check_memory_fits(MemoryFigures& memory) {
     const Shape4 input = data_.batch_shape(o_.batch);
-    memory.plan = Sequential<float>::memory_plan(spec_, input, grid_);
-    const std::int64_t parameter_bytes = memory.plan.total(MemoryUse::parameters) / 2;  // values, not gradients
+    memory.plan = Sequential<T>::memory_plan(spec_, input, grid_);
+    // Optimizer state and TICA's decoders are fp32 per parameter element, whatever T is.
+    const std::int64_t parameter_bytes = memory.plan.parameter_elements() * std::int64_t(sizeof(float));
     const std::vector<std::string> buffers = make_optimizer(settings_for_plan(), {}, grid_)->buffer_names();
     if (!buffers.empty())
       memory.plan.add(o_.optimizer.kind + " state (" + std::to_string(buffers.size()) + " per parameter)", "",
@@ -440,6 +497,7 @@ class Run {
     if (o_.objective == "tica")
       memory.plan.add("TICA decoders and their gradients (at most as large as the parameters)", "", 2 * parameter_bytes);
     const Distribution images(input, grid_.dims());
+    if constexpr (!kFp32) memory.plan.add("the batch as read, in fp32 (rounded into the bf16 input)", "", images.owned_box(grid_.rank()).size() * 4);
     MemoryPlan with_cache = memory.plan;
     if (const std::int64_t cache = data_.tile_cache_bytes(images); cache > 0)
       with_cache.add("the data's tile cache", "", cache);
@@ -470,11 +528,19 @@ class Run {
         << order.batches_per_epoch() << " steps per epoch, " << total << " steps, " << optimizer_->kind() << " "
         << describe(settings_);
     // Per rank (rank 0's share): what decides whether a model-parallel run fits.
+    out << "; precision " << o_.precision;
     out << "; per rank: parameters+gradients " << model_.local_parameter_bytes() << " bytes, activations+gradients "
         << model_.local_activation_bytes() << " bytes; planned " << format_bytes(memory_.plan.total());
+    std::string split;
+    for (const auto& [precision, bytes] : memory_.plan.by_precision())
+      split += (split.empty() ? "" : ", ") + format_bytes(bytes) + " " + precision;
+    out << " (" << split << ")";
     if (memory_.budget) out << " of the " << format_bytes(memory_.budget->bytes) << " it may use (" << memory_.budget->source << ")";
     if (tica_) out << "; objective: " << tica_->describe();
-    if (o_.verbose) out << "\n" << model_.describe();
+    if (o_.verbose) {
+      const layers::BackendInfo backend = layers::backend_info();
+      out << "\nbackend: " << backend.library << ", ISA " << backend.isa << "\n" << model_.describe();
+    }
     return out.str();
   }
 
@@ -485,17 +551,34 @@ class Run {
   TrainingSet data_;
   std::optional<TrainingSet> val_;
   std::string spec_;
+  static constexpr bool kFp32 = std::is_same_v<T, float>;
+
   MemoryFigures& memory_;
-  Sequential<float> model_;
+  Sequential<T> model_;
   std::optional<TicaObjective> tica_;
   OptimizerSettings settings_;
-  std::unique_ptr<layers::Optimizer<float>> optimizer_;
-  TrainingStep training_step_;  // backward, reduction, optimizer: what persists across steps
+  std::unique_ptr<layers::Optimizer<T>> optimizer_;
+  TrainingStepOf<T> training_step_;  // backward, reduction, optimizer: what persists across steps
   std::uint64_t seed_;
   std::int64_t total_ = 0;  // the run's step count (greedy TICA splits it over the stages)
   std::optional<layers::Tensor<float>> targets_;
+  std::optional<layers::Tensor<float>> images_;  // bf16: the batch as read, before rounding
   std::pair<std::string, std::int64_t> last_saved_{"", -1};
 };
+
+template <class T>
+TrainingSummary run(const TrainerOptions& options, MPI_Comm comm, const Line& on_rank0_line, MemoryFigures& memory) {
+  Run<T> run(options, comm, on_rank0_line, memory);
+  // Once the model is built (a refused one says why without this): bf16 without bf16
+  // hardware still runs, slower than fp32, which a user should hear before the steps.
+  if constexpr (std::is_same_v<T, bf16>) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    const std::string warning = layers::bf16_speed_warning(layers::backend_info());
+    if (rank == 0 && !warning.empty()) on_rank0_line(warning);
+  }
+  return run.go();
+}
 
 }  // namespace
 
@@ -505,8 +588,8 @@ TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& 
   if (options.watchdog.floor > 0) end_on_mpi_failure(comm, "tessera-train");
   MemoryFigures memory;
   try {
-    Run run(options, comm, on_rank0_line, memory);
-    return run.go();
+    if (options.precision == "bf16") return run<bf16>(options, comm, on_rank0_line, memory);
+    return run<float>(options, comm, on_rank0_line, memory);
   } catch (const std::exception& e) {
     const std::optional<std::string> failed = failed_allocation(e);
     if (!failed) throw;

@@ -183,7 +183,10 @@ const layers::Tensor<float>::View::HostMirror& TrainingSet::host_window(const la
 
 TrainingSet::LabelView TrainingSet::read_labels(const std::vector<std::int64_t>& rows,
                                                 const layers::Tensor<float>& logits) const {
-  const Box owned = logits.owned_box();
+  return read_labels(rows, logits.owned_box());
+}
+
+TrainingSet::LabelView TrainingSet::read_labels(const std::vector<std::int64_t>& rows, const Box& owned) const {
   const LabelView& labels = layers::sized(staging_.labels, "tessera::labels", owned.extent(N), 1, 1);
   if (staging_.host_labels.extent(0) != labels.extent(0)) staging_.host_labels = Kokkos::create_mirror_view(labels);
   const auto& host = staging_.host_labels;  // every cell written below

@@ -66,6 +66,8 @@ class TrainingSet {
   // a padding row's label is layers::kIgnoreLabel (it counts for nothing). Collective.
   // The view is the set's own, reused (overwritten) by the next call: no allocation per batch.
   LabelView read_labels(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& logits) const;
+  // The same for the logits' owned box (logits of any element type).
+  LabelView read_labels(const std::vector<std::int64_t>& rows, const Box& owned) const;
   // Targets for `into`'s owned cells (padding rows read sample 0). Collective; refuses
   // non-finite targets as read_images refuses pixels.
   void read_targets(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& into) const;

@@ -6,8 +6,9 @@
 
 namespace tessera::models {
 
-TrainingStep::TrainingStep(Sequential<float>& model, const ProcessGrid& grid, layers::Optimizer<float>& optimizer,
-                           bool overlap_allreduce)
+template <class T>
+TrainingStepOf<T>::TrainingStepOf(Sequential<T>& model, const ProcessGrid& grid, layers::Optimizer<T>& optimizer,
+                                  bool overlap_allreduce)
     : model_(model),
       optimizer_(optimizer),
       overlap_(overlap_allreduce),
@@ -18,11 +19,12 @@ TrainingStep::TrainingStep(Sequential<float>& model, const ProcessGrid& grid, la
   for (std::size_t i = 0; i < model.size(); ++i) layer_parameters_.push_back(model.layer(i).params());
 }
 
-void TrainingStep::backward() {
-  for (layers::Parameter<float>* p : parameters_) p->zero_grad();
+template <class T>
+void TrainingStepOf<T>::backward() {
+  for (layers::Parameter<T>* p : parameters_) p->zero_grad();
   if (overlap_) {
     model_.backward(model_.output_gradient(), [this](std::size_t i) {
-      for (layers::Parameter<float>* p : layer_parameters_[i]) buckets_.ready(p);
+      for (layers::Parameter<T>* p : layer_parameters_[i]) buckets_.ready(p);
     });
   } else {
     model_.backward(model_.output_gradient());
@@ -30,15 +32,20 @@ void TrainingStep::backward() {
   }
 }
 
-double TrainingStep::reduce() {
+template <class T>
+double TrainingStepOf<T>::reduce() {
   if (overlap_) return buckets_.finish();
   return reduce(parameters_);
 }
 
-double TrainingStep::reduce(const std::vector<layers::Parameter<float>*>& params) {
+template <class T>
+double TrainingStepOf<T>::reduce(const std::vector<layers::Parameter<T>*>& params) {
   const double start = MPI_Wtime();
   reduction_.reduce(params);
   return MPI_Wtime() - start;
 }
+
+template class TrainingStepOf<float>;
+template class TrainingStepOf<bf16>;
 
 }  // namespace tessera::models

@@ -23,14 +23,16 @@
 
 namespace tessera::models {
 
-class TrainingStep {
+// T: the model's element type (float, or bf16: gradients are fp32 either way, and so is
+// their reduction).
+template <class T>
+class TrainingStepOf {
  public:
   // `model`, `grid` and `optimizer` must outlive the step; the model must be built (its
   // layers placed). overlap_allreduce: reduce in buckets during backward.
-  TrainingStep(Sequential<float>& model, const ProcessGrid& grid, layers::Optimizer<float>& optimizer,
-               bool overlap_allreduce);
-  TrainingStep(const TrainingStep&) = delete;
-  TrainingStep& operator=(const TrainingStep&) = delete;
+  TrainingStepOf(Sequential<T>& model, const ProcessGrid& grid, layers::Optimizer<T>& optimizer, bool overlap_allreduce);
+  TrainingStepOf(const TrainingStepOf&) = delete;
+  TrainingStepOf& operator=(const TrainingStepOf&) = delete;
 
   // Zeroes the gradients and runs backward from model.output_gradient(); with overlap,
   // each layer's gradients start their reduction as soon as the layer is done. Without,
@@ -41,18 +43,22 @@ class TrainingStep {
   double reduce();
   // The fused reduction of `params` alone (after the caller's own backward: TICA trains a
   // subset), through the same persistent buckets; returns its seconds.
-  double reduce(const std::vector<layers::Parameter<float>*>& params);
+  double reduce(const std::vector<layers::Parameter<T>*>& params);
   // One optimizer step on the reduced gradients.
   void update() { optimizer_.step(); }
 
  private:
-  Sequential<float>& model_;
-  layers::Optimizer<float>& optimizer_;
+  Sequential<T>& model_;
+  layers::Optimizer<T>& optimizer_;
   bool overlap_;
-  std::vector<layers::Parameter<float>*> parameters_;
-  std::vector<std::vector<layers::Parameter<float>*>> layer_parameters_;  // [i]: layer i's
-  layers::GradientBuckets<float> buckets_;
-  layers::GradientReduction<float> reduction_;
+  std::vector<layers::Parameter<T>*> parameters_;
+  std::vector<std::vector<layers::Parameter<T>*>> layer_parameters_;  // [i]: layer i's
+  layers::GradientBuckets<T> buckets_;
+  layers::GradientReduction<T> reduction_;
 };
+
+extern template class TrainingStepOf<float>;
+extern template class TrainingStepOf<bf16>;
+using TrainingStep = TrainingStepOf<float>;
 
 }  // namespace tessera::models

@@ -4,7 +4,10 @@
 //
 //   mpiexec -n 4 bench_halo [--shape NxCxHxW] [--widths 1,2,4] [--iters N]
 //                           [--grids 1x2x2,1x4x1] [--transport auto|mpi|...]
+//                           [--precision fp32|bf16]
 //
+// --precision bf16 exchanges a bf16 array (--precision bf16 training's activations and
+// their gradients): the same cells, half the bytes.
 // Bytes are payload bytes (what leaves a rank); GB/s is 1e9 bytes per second. Exchange
 // time is the slowest rank's mean; pack/unpack/copy rates are averaged over ranks.
 #include <mpi.h>
@@ -19,6 +22,7 @@
 
 #include "bench/support/bench_main.hpp"
 #include "bench/support/bench_args.hpp"
+#include "distarray/bf16.hpp"
 #include "distarray/runtime.hpp"
 #include "halo/halo.hpp"
 
@@ -28,9 +32,7 @@ using tessera::bench::positive;
 using tessera::bench::split;
 
 using namespace tessera;
-using Element = float;  // training precision
-using Array = DistArray<Element>;
-using MemorySpace = Array::memory_space;
+using MemorySpace = DistArray<float>::memory_space;
 
 struct Options {
   Shape4 shape{8, 16, 256, 256};
@@ -38,12 +40,13 @@ struct Options {
   int iters = 20;
   std::vector<GridDims> grids;  // default: every spatial grid (pn = 1) of the rank count
   std::string transport = "auto";
+  std::string precision = "fp32";  // of the array: fp32 or bf16
   bool help = false;
 };
 
 const char* const kUsage =
     "usage: bench_halo [--shape NxCxHxW] [--widths 1,2,4] [--iters N] [--grids 1x2x2,...]\n"
-    "                  [--transport auto|mpi|mpi-staged|nccl]\n";
+    "                  [--transport auto|mpi|mpi-staged|nccl] [--precision fp32|bf16]\n";
 
 Options parse(int argc, char** argv, int ranks) {
   Options o;
@@ -61,6 +64,9 @@ Options parse(int argc, char** argv, int ranks) {
       for (const auto& g : split(value, ',')) o.grids.push_back(parse_grid(g));
     } else if (flag == "--transport") {
       o.transport = value;
+    } else if (flag == "--precision") {
+      if (value != "fp32" && value != "bf16") throw std::invalid_argument("--precision '" + value + "' is not fp32 or bf16");
+      o.precision = value;
     } else {
       throw std::invalid_argument("unknown option " + flag);
     }
@@ -98,10 +104,11 @@ struct Row {
   double messages = 0, bytes = 0, exchange_s = 0, pack_gbs = 0, unpack_gbs = 0, copy_gbs = 0;
 };
 
+template <class Element>
 Row measure(const ProcessGrid& grid, const Options& o, std::int64_t width) {
   const HaloWidths halo{{0, 0, width, width}, {0, 0, width, width}};
-  Array a(grid, o.shape, halo);
-  a.fill_window(1.0f);
+  DistArray<Element> a(grid, o.shape, halo);
+  a.fill_window(Element(1.0f));
   auto exchange = halo::make_exchange(a, halo::grown_by(halo), halo::Mode::fill, halo::BoundaryFill::zero(), o.transport);
   const halo::Plan& plan = exchange.plan();
   const MPI_Comm comm = grid.comm();
@@ -136,8 +143,8 @@ int run(const tessera::Runtime& runtime, const Options& o) {
   const bool root = runtime.rank() == 0;
   if (root) {
     std::printf("%s\n", runtime.describe().c_str());
-    std::printf("halo fill of float %lldx%lldx%lldx%lld, symmetric H/W widths, transport %s, %d iterations\n",
-                static_cast<long long>(o.shape[0]), static_cast<long long>(o.shape[1]),
+    std::printf("halo fill of %s %lldx%lldx%lldx%lld, symmetric H/W widths, transport %s, %d iterations\n",
+                o.precision.c_str(), static_cast<long long>(o.shape[0]), static_cast<long long>(o.shape[1]),
                 static_cast<long long>(o.shape[2]), static_cast<long long>(o.shape[3]), o.transport.c_str(), o.iters);
     std::printf("%-7s %5s %8s %12s %12s %9s | %9s %9s %9s %9s %11s\n", "grid", "width", "msgs/rk", "bytes(all)",
                 "exchange_us", "GB/s", "pack GB/s", "unpk GB/s", "copy GB/s", "pack/copy", "unpack/copy");
@@ -145,7 +152,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
   for (const GridDims& g : o.grids) {
     ProcessGrid grid(runtime.world(), g);
     for (std::int64_t width : o.widths) {
-      const Row r = measure(grid, o, width);
+      const Row r = o.precision == "bf16" ? measure<bf16>(grid, o, width) : measure<float>(grid, o, width);
       if (!root) continue;
       auto ratio = [&](double x) { return r.copy_gbs > 0 ? x / r.copy_gbs : 0.0; };
       std::printf("%-7s %5lld %8.0f %12.0f %12.1f %9.2f | %9.2f %9.2f %9.2f %9.2f %11.2f\n", format_grid(g).c_str(),

@@ -4,7 +4,11 @@
 // the default process grid, input and output gradient random, parameters from seed 1.
 //
 //   bench_layers [--cases FILE] [--case I,J,...] [--warmup N] [--repeats N]
-//                [--format table|tsv] [--list] [--grid NxHxW|auto]
+//                [--format table|tsv] [--list] [--grid NxHxW|auto] [--precision fp32|bf16]
+//
+// --precision bf16 builds the cases as Sequential<bf16> (docs/training.md, "Mixed
+// precision"); a case with a layer that has no bf16 implementation is skipped with a note.
+// Compare with torch_layers.py --precision bf16 (PyTorch autocast).
 //
 // Times are milliseconds, the median over repeats of the slowest rank; "total" is the median
 // of forward + backward per repeat (not the sum of the two medians); "cpu" is the process's
@@ -24,6 +28,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench/support/bench_main.hpp"
@@ -46,6 +51,7 @@ struct Options {
   int repeats = 10;
   std::vector<int> only;  // case numbers (1-based) to run; empty: all
   std::string grid = "auto";
+  std::string precision = "fp32";
   bool tsv = false;
   bool list = false;
   bool help = false;
@@ -53,7 +59,7 @@ struct Options {
 
 const char* const kUsage =
     "usage: bench_layers [--cases FILE] [--case I,J,...] [--warmup N] [--repeats N] [--format table|tsv] [--list]\n"
-    "                    [--grid NxHxW|auto]\n";
+    "                    [--grid NxHxW|auto] [--precision fp32|bf16]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -74,6 +80,9 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--grid") {
       if (value != "auto") parse_grid(value);  // a malformed grid fails here, before MPI work
       o.grid = value;
+    } else if (flag == "--precision") {
+      if (value != "fp32" && value != "bf16") throw std::invalid_argument("--precision '" + value + "' is not fp32 or bf16");
+      o.precision = value;
     } else if (flag == "--format") {
       if (value != "table" && value != "tsv") throw std::invalid_argument("--format '" + value + "' is not table or tsv");
       o.tsv = value == "tsv";
@@ -92,11 +101,14 @@ struct Result {
   std::string note;  // why skipped or failed; the output shape when timed
 };
 
-// The first layer name of `spec` (or of the preset it names) this build does not register,
-// or "" when it knows all.
-std::string unknown_layer(const std::string& spec, const Shape4& input) {
-  for (const models::SpecEntry& e : models::parse_spec(models::resolve_model(spec, input)))
-    if (!models::LayerRegistry::global().contains(e.name)) return e.name;
+// Why `spec` (or the preset it names) cannot run in this build at `precision`: the first
+// layer it does not register, or has no bf16 implementation of; "" when all can run.
+std::string unknown_layer(const std::string& spec, const Shape4& input, const std::string& precision = "fp32") {
+  const models::LayerRegistry& registry = models::LayerRegistry::global();
+  for (const models::SpecEntry& e : models::parse_spec(models::resolve_model(spec, input))) {
+    if (!registry.contains(e.name)) return "no layer '" + e.name + "' in this build";
+    if (precision == "bf16" && !registry.find(e.name).make_bf16) return "no bf16 '" + e.name + "' yet";
+  }
   return "";
 }
 
@@ -109,17 +121,30 @@ HostArray<float> random_array(const Shape4& s, std::uint32_t seed) {
   return a;
 }
 
+template <class T>
+HostArray<T> as_type(const HostArray<float>& a) {
+  if constexpr (std::is_same_v<T, float>) {
+    return a;
+  } else {
+    HostArray<T> r(Kokkos::view_alloc(Kokkos::WithoutInitializing, "as_type"), a.extent(0), a.extent(1), a.extent(2),
+                   a.extent(3));
+    for (std::size_t i = 0; i < a.size(); ++i) r.data()[i] = T(a.data()[i]);
+    return r;
+  }
+}
+
+template <class T>
 Result time_case(const LayerCase& c, const ProcessGrid& grid, const Options& o) {
   Result r;
   try {
-    if (const std::string name = unknown_layer(c.spec, c.input); !name.empty()) {
+    if (const std::string why = unknown_layer(c.spec, c.input, o.precision); !why.empty()) {
       r.outcome = Outcome::skip;
-      r.note = "no layer '" + name + "' in this build";
+      r.note = why;
       return r;
     }
-    models::Sequential<float> model(c.spec, c.input, grid, /*seed=*/1);
-    scatter(random_array(c.input, 11), model.input());
-    scatter(random_array(model.output().distribution().global_shape(), 12), model.output_gradient());
+    models::Sequential<T> model(c.spec, c.input, grid, /*seed=*/1);
+    scatter(as_type<T>(random_array(c.input, 11)), model.input());
+    scatter(as_type<T>(random_array(model.output().distribution().global_shape(), 12)), model.output_gradient());
     std::vector<double> forward, backward, total, cpu;
     for (int i = 0; i < o.warmup + o.repeats; ++i) {
       model.zero_grad();
@@ -156,14 +181,14 @@ const char* outcome_name(Outcome o) { return o == Outcome::ok ? "ok" : o == Outc
 
 void print_header(const tessera::Runtime& runtime, const Options& o, const GridDims& grid) {
   if (o.tsv) {
-    std::printf("# %s\n# grid %s, %d warm-up + %d timed repeats\n", runtime.describe().c_str(),
-                format_grid(grid).c_str(), o.warmup, o.repeats);
+    std::printf("# %s\n# grid %s, precision %s, %d warm-up + %d timed repeats\n", runtime.describe().c_str(),
+                format_grid(grid).c_str(), o.precision.c_str(), o.warmup, o.repeats);
     std::printf("case\tinput\tspec\tstatus\tforward_ms\tbackward_ms\ttotal_ms\tcpu_ms\tnote\n");
     return;
   }
   std::printf("%s\n", runtime.describe().c_str());
-  std::printf("cases from %s on grid %s; %d warm-up + %d timed repeats; median ms of the slowest rank\n",
-              o.cases.c_str(), format_grid(grid).c_str(), o.warmup, o.repeats);
+  std::printf("cases from %s on grid %s, precision %s; %d warm-up + %d timed repeats; median ms of the slowest rank\n",
+              o.cases.c_str(), format_grid(grid).c_str(), o.precision.c_str(), o.warmup, o.repeats);
   std::printf("%-4s %-14s %-36s %9s %9s %9s %9s  %s\n", "case", "input", "spec", "fwd_ms", "bwd_ms", "total_ms",
               "cpu_ms", "note");
 }
@@ -191,8 +216,8 @@ int run(const tessera::Runtime& runtime, const Options& o) {
       for (std::size_t i = 0; i < cases.size(); ++i) {
         std::string verdict = "known";
         try {
-          if (const std::string missing = unknown_layer(cases[i].spec, cases[i].input); !missing.empty())
-            verdict = "no layer '" + missing + "'";
+          if (const std::string missing = unknown_layer(cases[i].spec, cases[i].input, o.precision); !missing.empty())
+            verdict = missing;
         } catch (const std::invalid_argument& e) {
           verdict = std::string("error: ") + e.what();
         }
@@ -207,7 +232,7 @@ int run(const tessera::Runtime& runtime, const Options& o) {
   int errors = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), static_cast<int>(i + 1)) == o.only.end()) continue;
-    const Result r = time_case(cases[i], grid, o);
+    const Result r = o.precision == "bf16" ? time_case<bf16>(cases[i], grid, o) : time_case<float>(cases[i], grid, o);
     errors += r.outcome == Outcome::error;
     if (root) print_row(static_cast<int>(i + 1), cases[i], r, o.tsv);
   }

@@ -216,7 +216,12 @@ def build(torch, spec, shape):
     return torch.nn.Sequential(*modules), tuple(probe.shape)
 
 
-def time_case(torch, spec, shape, warmup, repeats, device="cpu"):
+def time_case(torch, spec, shape, warmup, repeats, device="cpu", precision="fp32"):
+    """bf16: torch.autocast(bfloat16) around forward and backward, as mixed-precision
+    training runs it (fp32 parameters and input, bf16 where autocast casts)."""
+    import contextlib
+    autocast = (lambda: torch.autocast(device_type=device, dtype=torch.bfloat16)) if precision == "bf16" \
+        else contextlib.nullcontext
     model, out_shape = build(torch, spec, shape)
     model.train()
     model.to(device)
@@ -231,10 +236,11 @@ def time_case(torch, spec, shape, warmup, repeats, device="cpu"):
         sync()
         c0 = time.process_time()
         t0 = time.perf_counter()
-        y = model(x)
+        with autocast():
+            y = model(x)
         sync()
         t1 = time.perf_counter()
-        y.backward(dy)
+        y.backward(dy.to(y.dtype))
         sync()
         t2 = time.perf_counter()
         c = time.process_time() - c0
@@ -258,6 +264,8 @@ def main():
     ap.add_argument("--format", choices=("table", "tsv"), default="table")
     ap.add_argument("--case", default="", help="comma-separated case numbers to run (default: all)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="bf16: torch.autocast(bfloat16), to compare with bench_layers --precision bf16")
     a = ap.parse_args()
     if a.repeats < 1 or a.warmup < 0:
         ap.error("--repeats must be >= 1 and --warmup >= 0")
@@ -275,7 +283,7 @@ def main():
     cases = read_cases(a.cases)
     wanted = {int(v) for v in a.case.split(",") if v.strip()}
     tsv = a.format == "tsv"
-    about = (f"torch {torch.__version__} threads={torch.get_num_threads()} "
+    about = (f"torch {torch.__version__} precision={a.precision} threads={torch.get_num_threads()} "
              f"mkldnn={torch.backends.mkldnn.is_available()} python={sys.version.split()[0]}")
     if a.device == "cuda":
         about += f" device={torch.cuda.get_device_name()} cudnn={torch.backends.cudnn.version()} tf32=off"
@@ -291,7 +299,7 @@ def main():
             continue
         shape_text = "x".join(map(str, shape))
         try:
-            f, b, t, c, note = time_case(torch, spec, shape, a.warmup, a.repeats, a.device)
+            f, b, t, c, note = time_case(torch, spec, shape, a.warmup, a.repeats, a.device, a.precision)
             status = "ok"
         except Skip as e:
             f = b = t = c = 0.0

@@ -52,10 +52,13 @@ struct ClassSums {
 };
 
 // Free function, not a member or test body: CUDA allows extended lambdas only there.
-// dx(n, k, h, w) = (softmax_k - [k == label]) * grad_scale when write_grad.
+// dx(n, k, h, w) = (softmax_k - [k == label]) * grad_scale when write_grad. The softmax,
+// its sums and the loss are computed in Compute<T> (fp32 for bf16 logits); only dx is
+// rounded to T, once.
 template <class T>
 ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const OwnedLabels& labels,
-                               const typename Tensor<T>::SubView& dx, bool write_grad, T grad_scale) {
+                               const typename Tensor<T>::SubView& dx, bool write_grad, Compute<T> grad_scale) {
+  using F = Compute<T>;
   using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
   const auto classes = static_cast<std::int64_t>(x.extent(1));
   const PixelIndex at{static_cast<std::int64_t>(x.extent(2)), static_cast<std::int64_t>(x.extent(3))};
@@ -67,12 +70,12 @@ ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const Owned
         const std::int64_t n = at.n(i), h = at.h(i), w = at.w(i);
         const std::int64_t label = labels(n, h, w);
         // Subtracting the maximum keeps exp() from overflowing: log-sum-exp is exact for any shift.
-        T top = x(n, 0, h, w);
+        F top = x(n, 0, h, w);
         std::int64_t best = 0;  // first maximum, as torch.argmax; a NaN is the maximum
         for (std::int64_t k = 1; k < classes; ++k)
-          if (!nan_aware::is_nan(top) && nan_aware::beats(x(n, k, h, w), top)) top = x(n, k, h, w), best = k;
-        T total = 0;
-        for (std::int64_t k = 0; k < classes; ++k) total += device_math::exp(x(n, k, h, w) - top);
+          if (!nan_aware::is_nan(top) && nan_aware::beats(F(x(n, k, h, w)), top)) top = x(n, k, h, w), best = k;
+        F total = 0;
+        for (std::int64_t k = 0; k < classes; ++k) total += device_math::exp(F(x(n, k, h, w)) - top);
         if (label < 0 || label >= classes) {
           if (label == kIgnoreLabel)
             s.ignored += 1;
@@ -82,12 +85,12 @@ ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const Owned
             for (std::int64_t k = 0; k < classes; ++k) dx(n, k, h, w) = T(0);
           return;
         }
-        s.loss += static_cast<double>(device_math::log(total) + top - x(n, label, h, w));
+        s.loss += static_cast<double>(device_math::log(total) + top - F(x(n, label, h, w)));
         s.correct += best == label ? 1.0 : 0.0;
         if (write_grad)
           for (std::int64_t k = 0; k < classes; ++k) {
-            const T p = device_math::exp(x(n, k, h, w) - top) / total;
-            dx(n, k, h, w) = (p - (k == label ? T(1) : T(0))) * grad_scale;
+            const F p = device_math::exp(F(x(n, k, h, w)) - top) / total;
+            dx(n, k, h, w) = T((p - (k == label ? F(1) : F(0))) * grad_scale);
           }
       },
       sums);
@@ -95,10 +98,12 @@ ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const Owned
 }
 
 template <class T>
-void scale_owned_cells(const typename Tensor<T>::SubView& x, T factor) {
+void scale_owned_cells(const typename Tensor<T>::SubView& x, Compute<T> factor) {
   for_each_cell(
       "tessera::rescale_gradient", x,
-      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { x(n, c, h, w) *= factor; });
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+        x(n, c, h, w) = T(Compute<T>(x(n, c, h, w)) * factor);
+      });
 }
 
 template <class T>
@@ -112,7 +117,7 @@ ClassificationStats classify(const Tensor<T>& logits, const OwnedLabels& labels,
   if (part.problem.empty()) {
     const ClassSums s = classify_owned_cells<T>(logits.owned(), labels,
                                                 dlogits ? dlogits->owned() : typename Tensor<T>::SubView(),
-                                                dlogits != nullptr, static_cast<T>(1.0 / cells));
+                                                dlogits != nullptr, static_cast<Compute<T>>(1.0 / cells));
     part.sums = {s.loss, s.correct, s.ignored};
     if (s.bad_labels > 0)
       part.problem = std::string(what) + ": " + std::to_string(static_cast<std::int64_t>(s.bad_labels)) +
@@ -124,7 +129,7 @@ ClassificationStats classify(const Tensor<T>& logits, const OwnedLabels& labels,
   if (counted <= 0) return {0, 0, 0};
   // The gradient was scaled for every cell counting; ignored cells are rare (a padded last
   // batch), so rescaling afterwards is cheaper than a second reduction before.
-  if (dlogits && counted < cells) scale_owned_cells<T>(dlogits->owned(), static_cast<T>(cells / counted));
+  if (dlogits && counted < cells) scale_owned_cells<T>(dlogits->owned(), static_cast<Compute<T>>(cells / counted));
   return {total[0] / counted, total[1] / counted, counted};
 }
 

@@ -4,9 +4,17 @@
 // formats by cached reorders through per-role scratch buffers — no copy when the formats
 // already agree. Forward, backward-data and backward-weights share one descriptor setup.
 // After a shape's first call nothing is allocated: the caller's arrays are cached memory
-// objects pointed at each call's data, and primitives run through the C API with their
+// objects pointed at each call's data, primitives run through the C API with their
 // arguments in an array on the stack (the C++ API's execute builds a map, and a memory
-// object or a dims vector made per call allocates).
+// object or a dims vector made per call allocates), and the formats each primitive chose
+// are queried once.
+//
+// bf16 (--precision bf16): the caller's activations, weight and bias are bf16 and its
+// weight and bias gradients fp32. Where oneDNN has bf16 kernels for this CPU
+// (onednn_bf16_native(), layers/onednn/onednn_bf16.hpp) the primitives run bf16 with fp32
+// accumulation; elsewhere (oneDNN 2.x refuses bf16 below AVX512) they run fp32 and the
+// staging reorders convert bf16 in and out — the same storage and the same rounding of each
+// result once, only slower, which the trainer says in one line.
 
 #include <dnnl.hpp>
 
@@ -14,8 +22,10 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "layers/onednn/onednn_bf16.hpp"
 #include "layers/conv_backend.hpp"
 #include "layers/onednn/onednn_execute.hpp"
 
@@ -28,10 +38,15 @@ using Tag = memory::format_tag;
 using onednn::arg;
 using onednn::run;
 
-memory::desc strided_desc(const Shape4& dims, const Index4& strides) {
-  return memory::desc({dims[0], dims[1], dims[2], dims[3]}, Dt::f32, {strides[0], strides[1], strides[2], strides[3]});
+template <class E>
+constexpr Dt dt_of() {
+  return std::is_same_v<std::remove_const_t<E>, bf16> ? Dt::bf16 : Dt::f32;
 }
-memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, Dt::f32, Tag::any); }
+
+memory::desc strided_desc(const Shape4& d, const Index4& s, Dt dt) {
+  return memory::desc({d[0], d[1], d[2], d[3]}, dt, {s[0], s[1], s[2], s[3]});
+}
+memory::desc any_desc(const memory::dims& dims, Dt dt) { return memory::desc(dims, dt, Tag::any); }
 
 // What identifies one convolution problem; the output shape follows from it.
 struct ProblemKey {
@@ -39,6 +54,7 @@ struct ProblemKey {
   Shape4 input{};
   std::int64_t out_channels = 0;
   bool with_bias = false;
+  Dt storage = Dt::f32;  // of activations, weight and bias; gradients of weight and bias are f32
   friend bool operator==(const ProblemKey&, const ProblemKey&) = default;
 };
 
@@ -47,7 +63,9 @@ struct ProblemKey {
 struct Problem {
   ProblemKey key;
   memory::dims src_dims, weights_dims, bias_dims, dst_dims;
+  Dt compute = Dt::f32;                   // what the primitives read and write (module comment)
   memory::desc user_weights, user_bias;  // the caller's dense OIHW (goihw with groups) and O
+  memory::desc user_weight_grad, user_bias_grad;  // the same in f32
   memory::dims strides, dilates, padding{0, 0};
   dnnl::convolution_forward::primitive_desc forward_pd;  // also the hint for backward
   std::optional<dnnl::convolution_forward> forward;
@@ -69,30 +87,33 @@ struct Problem {
     src_dims = {x[0], x[1], x[2], x[3]};
     dst_dims = {x[0], k.out_channels, g.valid_h(x[2]), g.valid_w(x[3])};
     bias_dims = {k.out_channels};
-    if (g.groups == 1) {
-      weights_dims = {k.out_channels, x[1], g.kh, g.kw};
-      user_weights = memory::desc(weights_dims, Dt::f32, Tag::oihw);
-    } else {
-      weights_dims = {g.groups, k.out_channels / g.groups, x[1] / g.groups, g.kh, g.kw};
-      user_weights = memory::desc(weights_dims, Dt::f32, Tag::goihw);
-    }
-    user_bias = memory::desc(bias_dims, Dt::f32, Tag::a);
+    compute = k.storage == Dt::bf16 && !onednn_bf16_native() ? Dt::f32 : k.storage;
+    const Tag weight_tag = g.groups == 1 ? Tag::oihw : Tag::goihw;
+    if (g.groups == 1) weights_dims = {k.out_channels, x[1], g.kh, g.kw};
+    else weights_dims = {g.groups, k.out_channels / g.groups, x[1] / g.groups, g.kh, g.kw};
+    user_weights = memory::desc(weights_dims, k.storage, weight_tag);
+    user_weight_grad = memory::desc(weights_dims, Dt::f32, weight_tag);
+    user_bias = memory::desc(bias_dims, k.storage, Tag::a);
+    user_bias_grad = memory::desc(bias_dims, Dt::f32, Tag::a);
     strides = {g.sh, g.sw};
     dilates = {g.dh - 1, g.dw - 1};  // oneDNN counts the cells skipped, not the step
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                            any_desc(src_dims), any_desc(weights_dims), bias_desc(),
-                                            any_desc(dst_dims), strides, dilates, padding, padding);
+                                            any(src_dims), any(weights_dims), bias_desc(),
+                                            any(dst_dims), strides, dilates, padding, padding);
     forward_pd = dnnl::convolution_forward::primitive_desc(d, engine);
-    forward_md = {forward_pd.src_desc(), forward_pd.weights_desc(), memory::desc(), forward_pd.dst_desc()};
+    forward_md = {forward_pd.src_desc(), forward_pd.weights_desc(),
+                  k.with_bias ? forward_pd.bias_desc() : memory::desc(), forward_pd.dst_desc()};
   }
 
-  // A zero descriptor tells oneDNN "no bias".
-  memory::desc bias_desc() const { return key.with_bias ? any_desc(bias_dims) : memory::desc(); }
+  memory::desc any(const memory::dims& dims) const { return any_desc(dims, compute); }
+  // A zero descriptor tells oneDNN "no bias". The bias (and its gradient) is f32 in every
+  // primitive: oneDNN's bf16 convolutions take an f32 bias, and it is O numbers.
+  memory::desc bias_desc() const { return key.with_bias ? any_desc(bias_dims, Dt::f32) : memory::desc(); }
 
   void ensure_data(const dnnl::engine& engine) {
     if (data) return;
-    const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, any_desc(src_dims),
-                                                  any_desc(weights_dims), any_desc(dst_dims), strides, dilates,
+    const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, any(src_dims),
+                                                  any(weights_dims), any(dst_dims), strides, dilates,
                                                   padding, padding);
     data_pd.emplace(d, engine, forward_pd);
     data.emplace(*data_pd);
@@ -101,8 +122,9 @@ struct Problem {
 
   void ensure_weights(const dnnl::engine& engine) {
     if (weights) return;
-    const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, any_desc(src_dims),
-                                                     any_desc(weights_dims), bias_desc(), any_desc(dst_dims),
+    // The weight gradient in f32: it adds into Parameter::grad (fp32 for every model).
+    const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, any(src_dims),
+                                                     any_desc(weights_dims, Dt::f32), bias_desc(), any(dst_dims),
                                                      strides, dilates, padding, padding);
     weights_pd.emplace(d, engine, forward_pd);
     weights.emplace(*weights_pd);
@@ -114,46 +136,6 @@ struct Problem {
 // Which operand a scratch buffer serves: two operands of one call never share a buffer,
 // even when their formats happen to coincide.
 enum class Role { source, weights, bias, destination, weight_gradient, bias_gradient };
-
-// The caller's arrays as memory objects, one per (role, dims, strides) made on first use,
-// then pointed at each call's data.
-class UserMemories {
- public:
-  explicit UserMemories(const dnnl::engine& engine) : engine_(engine) {}
-
-  memory strided(Role role, const Shape4& dims, const Index4& strides, const void* data) {
-    for (const Entry& e : strided_)
-      if (e.role == role && e.dims == dims && e.strides == strides) return pointed(e.memory, data);
-    strided_.push_back({role, dims, strides, memory(strided_desc(dims, strides), engine_, const_cast<void*>(data))});
-    return strided_.back().memory;
-  }
-  memory dense(Role role, const memory::desc& desc, const void* data) {
-    for (const Dense& e : dense_)
-      if (e.role == role && e.memory.get_desc() == desc) return pointed(e.memory, data);
-    dense_.push_back({role, memory(desc, engine_, const_cast<void*>(data))});
-    return dense_.back().memory;
-  }
-
- private:
-  // oneDNN reads inputs through a non-const handle but never writes them.
-  static memory pointed(const memory& m, const void* data) {
-    m.set_data_handle(const_cast<void*>(data));
-    return m;
-  }
-  struct Entry {
-    Role role;
-    Shape4 dims;
-    Index4 strides;
-    dnnl::memory memory;
-  };
-  struct Dense {
-    Role role;
-    dnnl::memory memory;
-  };
-  dnnl::engine engine_;
-  std::vector<Entry> strided_;
-  std::vector<Dense> dense_;
-};
 
 enum class Write { overwrite, accumulate };
 
@@ -217,38 +199,112 @@ class Staging {
   std::vector<CachedReorder> reorders_;
 };
 
+// The caller's arrays as memory objects, one per (role, dims, strides, type) made on first
+// use, then pointed at each call's data.
+class UserMemories {
+ public:
+  explicit UserMemories(const dnnl::engine& engine) : engine_(engine) {}
+
+  template <class E>
+  memory strided(Role role, const Tensor4Ref<E>& t) {
+    const Dt dt = dt_of<E>();
+    for (const Strided& e : strided_)
+      if (e.role == role && e.dt == dt && e.dims == t.dims && e.strides == t.strides) return pointed(e.memory, t.data);
+    strided_.push_back({role, dt, t.dims, t.strides, memory(strided_desc(t.dims, t.strides, dt), engine_, as_handle(t.data))});
+    return strided_.back().memory;
+  }
+  memory dense(Role role, const memory::desc& desc, const void* data) {
+    for (const Dense& e : dense_)
+      if (e.role == role && e.memory.get_desc() == desc) return pointed(e.memory, data);
+    dense_.push_back({role, memory(desc, engine_, as_handle(data))});
+    return dense_.back().memory;
+  }
+
+ private:
+  // oneDNN reads inputs through a non-const handle but never writes them.
+  static void* as_handle(const void* data) { return const_cast<void*>(data); }
+  static memory pointed(const memory& m, const void* data) {
+    m.set_data_handle(as_handle(data));
+    return m;
+  }
+  struct Strided {
+    Role role;
+    Dt dt;
+    Shape4 dims;
+    Index4 strides;
+    dnnl::memory memory;
+  };
+  struct Dense {
+    Role role;
+    dnnl::memory memory;
+  };
+  dnnl::engine engine_;
+  std::vector<Strided> strided_;
+  std::vector<Dense> dense_;
+};
+
 class OnednnConv final : public ConvBackend {
  public:
   std::string_view name() const override { return "onednn"; }
+  bool runs_bf16() const override { return true; }
 
   void forward(const ConvGeometry& g, const ConstTensor4& x, const float* weight, const float* bias,
                const MutableTensor4& y) override {
-    Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr);
+    run_forward(g, x, weight, bias, y);
+  }
+  void backward_data(const ConvGeometry& g, const ConstTensor4& dy, const float* weight,
+                     const MutableTensor4& dx) override {
+    run_backward_data(g, dy, weight, dx);
+  }
+  void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy, float* dweight,
+                        float* dbias) override {
+    run_backward_weights(g, x, dy, dweight, dbias);
+  }
+  void forward_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const bf16* weight, const bf16* bias,
+                    const Tensor4Ref<bf16>& y) override {
+    run_forward(g, x, weight, bias, y);
+  }
+  void backward_data_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& dy, const bf16* weight,
+                          const Tensor4Ref<bf16>& dx) override {
+    run_backward_data(g, dy, weight, dx);
+  }
+  void backward_weights_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const Tensor4Ref<const bf16>& dy,
+                             float* dweight, float* dbias) override {
+    run_backward_weights(g, x, dy, dweight, dbias);
+  }
+
+ private:
+  template <class E>
+  void run_forward(const ConvGeometry& g, const Tensor4Ref<const E>& x, const E* weight, const E* bias,
+                   const Tensor4Ref<E>& y) {
+    Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr, dt_of<E>());
     expect_output(p, y.dims, "forward");
     if (!p.forward) p.forward.emplace(p.forward_pd);
     const Problem::Formats& pd = p.forward_md;
-    const memory user_y = user_.strided(Role::destination, y.dims, y.strides, y.data);
+    const memory user_y = user_.strided(Role::destination, y);
     const memory dst = staging_.output(Role::destination, pd.dst, user_y, Write::overwrite);
     dnnl_exec_arg_t args[] = {
-        arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x.dims, x.strides, x.data), stream_)),
+        arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x), stream_)),
         arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights, user_.dense(Role::weights, p.user_weights, weight), stream_)),
         arg(DNNL_ARG_DST, dst), {DNNL_ARG_BIAS, nullptr}};
-    if (bias) args[3] = arg(DNNL_ARG_BIAS, user_.dense(Role::bias, p.user_bias, bias));
+    if (bias)
+      args[3] = arg(DNNL_ARG_BIAS, staging_.input(Role::bias, pd.bias, user_.dense(Role::bias, p.user_bias, bias), stream_));
     run(*p.forward, stream_, args, bias ? 4 : 3);
     staging_.deliver(dst, user_y, Write::overwrite, stream_);
     stream_.wait();
   }
 
-  void backward_data(const ConvGeometry& g, const ConstTensor4& dy, const float* weight,
-                     const MutableTensor4& dx) override {
-    Problem& p = problem(g, dx.dims, dy.dims[C], false);
+  template <class E>
+  void run_backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
+                         const Tensor4Ref<E>& dx) {
+    Problem& p = problem(g, dx.dims, dy.dims[C], false, dt_of<E>());
     expect_output(p, dy.dims, "backward data");
     p.ensure_data(engine_);
     const Problem::Formats& pd = p.data_md;
-    const memory user_dx = user_.strided(Role::source, dx.dims, dx.strides, dx.data);
+    const memory user_dx = user_.strided(Role::source, dx);
     const memory diff_src = staging_.output(Role::source, pd.src, user_dx, Write::overwrite);
     const dnnl_exec_arg_t args[] = {
-        arg(DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.dst, user_.strided(Role::destination, dy.dims, dy.strides, dy.data), stream_)),
+        arg(DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.dst, user_.strided(Role::destination, dy), stream_)),
         arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights, user_.dense(Role::weights, p.user_weights, weight), stream_)),
         arg(DNNL_ARG_DIFF_SRC, diff_src)};
     run(*p.data, stream_, args);
@@ -256,21 +312,22 @@ class OnednnConv final : public ConvBackend {
     stream_.wait();
   }
 
-  void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy, float* dweight,
-                        float* dbias) override {
-    Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr);
+  template <class E>
+  void run_backward_weights(const ConvGeometry& g, const Tensor4Ref<const E>& x, const Tensor4Ref<const E>& dy,
+                            float* dweight, float* dbias) {
+    Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr, dt_of<E>());
     expect_output(p, dy.dims, "backward weights");
     p.ensure_weights(engine_);
     const Problem::Formats& pd = p.weights_md;
-    const memory user_dw = user_.dense(Role::weight_gradient, p.user_weights, dweight);
+    const memory user_dw = user_.dense(Role::weight_gradient, p.user_weight_grad, dweight);
     const memory diff_weights = staging_.output(Role::weight_gradient, pd.weights, user_dw, Write::accumulate);
     dnnl_exec_arg_t args[] = {
-        arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x.dims, x.strides, x.data), stream_)),
-        arg(DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.dst, user_.strided(Role::destination, dy.dims, dy.strides, dy.data), stream_)),
+        arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x), stream_)),
+        arg(DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.dst, user_.strided(Role::destination, dy), stream_)),
         arg(DNNL_ARG_DIFF_WEIGHTS, diff_weights), {DNNL_ARG_DIFF_BIAS, nullptr}};
     memory user_db, diff_bias;
     if (dbias) {
-      user_db = user_.dense(Role::bias_gradient, p.user_bias, dbias);
+      user_db = user_.dense(Role::bias_gradient, p.user_bias_grad, dbias);
       diff_bias = staging_.output(Role::bias_gradient, pd.bias, user_db, Write::accumulate);
       args[3] = arg(DNNL_ARG_DIFF_BIAS, diff_bias);
     }
@@ -280,9 +337,8 @@ class OnednnConv final : public ConvBackend {
     stream_.wait();
   }
 
- private:
-  Problem& problem(const ConvGeometry& g, const Shape4& input, std::int64_t out_channels, bool with_bias) {
-    const ProblemKey key{g, input, out_channels, with_bias};
+  Problem& problem(const ConvGeometry& g, const Shape4& input, std::int64_t out_channels, bool with_bias, Dt storage) {
+    const ProblemKey key{g, input, out_channels, with_bias, storage};
     auto it = std::find_if(problems_.begin(), problems_.end(), [&](const Problem& p) { return p.key == key; });
     if (it != problems_.end()) return *it;
     problems_.emplace_back(key, engine_);

@@ -1,17 +1,27 @@
 // LinearBackend on oneDNN (host memory: the CPU build's Kokkos space): sgemm for one
 // product; a batched matmul primitive for many, created per problem shape and cached (the
 // locally connected layer asks for the same few shapes every step).
+//
+// bf16 (gemm_bf16): a matmul primitive with bf16 sources and an fp32 or bf16 destination
+// where oneDNN has bf16 kernels for this CPU (onednn_bf16_native()); elsewhere the bf16
+// operands are converted to fp32 scratch, sgemm runs, and a bf16 result is rounded once on
+// the way out. Either way products are summed in fp32. Primitives are made per call and
+// found again in oneDNN's own primitive cache (one entry per shape).
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
+#include <type_traits>
+#include <vector>
 
 #include "layers/linear_backend.hpp"
 #include "layers/onednn/onednn_execute.hpp"
+#include "layers/onednn/onednn_bf16.hpp"
 
 namespace tessera::layers {
 namespace {
@@ -31,8 +41,44 @@ memory::desc batch_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols
   return memory::desc({batch, rows, cols}, memory::data_type::f32, strides);
 }
 
+// op(X) of a rows x cols product operand stored row-major with row stride ld.
+memory::desc matrix_desc(std::int64_t rows, std::int64_t cols, Transpose t, std::int64_t ld, memory::data_type dt) {
+  const memory::dims strides = t == Transpose::yes ? memory::dims{1, ld} : memory::dims{ld, 1};
+  return memory::desc({rows, cols}, dt, strides);
+}
+
+template <class E>
+constexpr memory::data_type dt_of() {
+  return std::is_same_v<E, bf16> ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+// c = alpha * from + beta * c by one reorder (the scale and sum of oneDNN's reorder attributes).
+dnnl::primitive_attr scale_and_sum(float alpha, float beta) {
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops sum;
+    sum.append_sum(beta);
+    attr.set_post_ops(sum);
+  }
+  return attr;
+}
+
 class OnednnLinear final : public LinearBackend {
  public:
+  bool runs_bf16() const override { return true; }
+
+  void gemm_bf16(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                 const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, float beta, float* c,
+                 std::int64_t ldc) override {
+    mixed_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  void gemm_bf16(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                 const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, float beta, bf16* c,
+                 std::int64_t ldc) override {
+    mixed_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+
   void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
             std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) override {
     if (m == 0 || n == 0) return;
@@ -77,6 +123,47 @@ class OnednnLinear final : public LinearBackend {
   }
 
  private:
+  template <class Out>
+  void mixed_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                  const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, float beta, Out* c,
+                  std::int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    using Dt = memory::data_type;
+    const memory::desc a_md = matrix_desc(m, k, ta, lda, Dt::bf16), b_md = matrix_desc(k, n, tb, ldb, Dt::bf16);
+    const memory::desc c_md({m, n}, dt_of<Out>(), {ldc, 1});
+    memory a_mem(a_md, engine_, const_cast<bf16*>(a)), b_mem(b_md, engine_, const_cast<bf16*>(b)), c_mem(c_md, engine_, c);
+    if (onednn_bf16_native()) {
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), scale_and_sum(alpha, beta), engine_);
+      dnnl::matmul(pd).execute(stream_, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+      stream_.wait();
+      return;
+    }
+    // No bf16 kernels here: widen op(a) and op(b) into dense fp32 scratch, sgemm, then round.
+    a_f32_.resize(static_cast<std::size_t>(m * k));
+    b_f32_.resize(static_cast<std::size_t>(k * n));
+    memory a_wide(memory::desc({m, k}, Dt::f32, {k, 1}), engine_, a_f32_.data());
+    memory b_wide(memory::desc({k, n}, Dt::f32, {n, 1}), engine_, b_f32_.data());
+    if (k > 0) {  // oneDNN refuses empty memories in a reorder
+      dnnl::reorder(a_mem, a_wide).execute(stream_, a_mem, a_wide);
+      dnnl::reorder(b_mem, b_wide).execute(stream_, b_mem, b_wide);
+      stream_.wait();
+    }
+    const std::int64_t lda_wide = std::max<std::int64_t>(k, 1);
+    if constexpr (std::is_same_v<Out, float>) {
+      gemm(Transpose::no, Transpose::no, m, n, k, alpha, a_f32_.data(), lda_wide, b_f32_.data(), n, beta, c, ldc);
+    } else {
+      c_f32_.resize(static_cast<std::size_t>(m * n));
+      gemm(Transpose::no, Transpose::no, m, n, k, 1.0f, a_f32_.data(), lda_wide, b_f32_.data(), n, 0.0f, c_f32_.data(),
+           n);
+      memory c_wide(memory::desc({m, n}, Dt::f32, {n, 1}), engine_, c_f32_.data());
+      const dnnl::reorder::primitive_desc pd(engine_, c_wide.get_desc(), engine_, c_md, scale_and_sum(alpha, beta));
+      dnnl::reorder(pd).execute(stream_, c_wide, c_mem);
+      stream_.wait();
+    }
+  }
+
+  std::vector<float> a_f32_, b_f32_, c_f32_;  // the fallback's fp32 operands, kept between calls
+
   struct Batched {
     dnnl::matmul matmul;
     memory a, b, c;  // pointed at each call's operands

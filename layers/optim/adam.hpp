@@ -86,15 +86,15 @@ class Adam : public Optimizer<T> {
     const Parameter<T>& p = *this->params()[i];
     const auto t = static_cast<double>(this->state()[i].step);
     const bool decoupled = options_.decoupled_weight_decay;
-    const detail::AdamCoefficients<T> c{
-        static_cast<T>(options_.beta1),
-        static_cast<T>(options_.beta2),
-        static_cast<T>(options_.eps),
-        static_cast<T>(decoupled ? 0.0 : options_.weight_decay),
-        static_cast<T>(decoupled ? 1.0 - rate * options_.weight_decay : 1.0),
-        static_cast<T>(rate / (1.0 - std::pow(options_.beta1, t))),
-        static_cast<T>(std::sqrt(1.0 - std::pow(options_.beta2, t)))};
-    detail::adam_update(p.value, p.grad, this->buffer(i, 0), this->buffer(i, 1), c);
+    const detail::AdamCoefficients<Compute<T>> c{
+        static_cast<Compute<T>>(options_.beta1),
+        static_cast<Compute<T>>(options_.beta2),
+        static_cast<Compute<T>>(options_.eps),
+        static_cast<Compute<T>>(decoupled ? 0.0 : options_.weight_decay),
+        static_cast<Compute<T>>(decoupled ? 1.0 - rate * options_.weight_decay : 1.0),
+        static_cast<Compute<T>>(rate / (1.0 - std::pow(options_.beta1, t))),
+        static_cast<Compute<T>>(std::sqrt(1.0 - std::pow(options_.beta2, t)))};
+    detail::adam_update(p.master_values(), p.grad, this->buffer(i, 0), this->buffer(i, 1), c);
   }
 
  private:

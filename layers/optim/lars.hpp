@@ -101,10 +101,10 @@ class Lars : public Optimizer<T> {
 
   void update(std::size_t i, double rate) override {
     const Parameter<T>& p = *this->params()[i];
-    const detail::LarsCoefficients<T> c{static_cast<T>(options_.momentum),
-                                        static_cast<T>(skipped_[i] ? 0.0 : options_.weight_decay),
-                                        static_cast<T>(rate * trust_[i])};
-    detail::lars_update(p.value, p.grad, this->buffer(i, 0), c);
+    const detail::LarsCoefficients<Compute<T>> c{static_cast<Compute<T>>(options_.momentum),
+                                        static_cast<Compute<T>>(skipped_[i] ? 0.0 : options_.weight_decay),
+                                        static_cast<Compute<T>>(rate * trust_[i])};
+    detail::lars_update(p.master_values(), p.grad, this->buffer(i, 0), c);
   }
 
  private:

@@ -62,7 +62,7 @@ template <class T>
 std::vector<SquaredNorms> squared_norms(const std::vector<Parameter<T>*>& params, const ProcessGrid& grid) {
   std::vector<SquaredNorms> norms;
   norms.reserve(params.size());
-  for (const Parameter<T>* p : params) norms.push_back(detail::local_squared_norms(p->value, p->grad));
+  for (const Parameter<T>* p : params) norms.push_back(detail::local_squared_norms(p->master_values(), p->grad));
   // Over the spatial group of the grid each parameter's layer runs on (Parameter::grid:
   // a model with stage layouts), one sum per grid, in the order the grids first appear.
   std::vector<const ProcessGrid*> grids;

@@ -24,7 +24,9 @@ namespace tessera::layers {
 template <class T>
 class Optimizer {
  public:
-  using View = typename Parameter<T>::View;
+  // State and updates in Compute<T>: a bf16 model's optimizer updates the fp32 masters
+  // (layers/parameter.hpp) and keeps fp32 state; each update then refreshes the bf16 copy.
+  using View = typename Parameter<T>::MasterView;
 
   struct NamedBuffer {
     std::string name;  // PyTorch's state key: "momentum_buffer", "exp_avg", "exp_avg_sq"
@@ -59,6 +61,7 @@ class Optimizer {
       if (!trains(i)) continue;
       ++state_[i].step;
       update(i, rate);
+      params_[i]->refresh_value();
     }
   }
 

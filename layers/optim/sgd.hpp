@@ -72,13 +72,13 @@ class Sgd : public Optimizer<T> {
   void update(std::size_t i, double rate) override {
     const Parameter<T>& p = *this->params()[i];
     const bool momentum = options_.momentum != 0;
-    const detail::SgdCoefficients<T> c{static_cast<T>(rate),
-                                       static_cast<T>(options_.momentum),
-                                       static_cast<T>(options_.dampening),
-                                       static_cast<T>(options_.weight_decay),
+    const detail::SgdCoefficients<Compute<T>> c{static_cast<Compute<T>>(rate),
+                                       static_cast<Compute<T>>(options_.momentum),
+                                       static_cast<Compute<T>>(options_.dampening),
+                                       static_cast<Compute<T>>(options_.weight_decay),
                                        options_.nesterov,
                                        this->state()[i].step == 1};
-    detail::sgd_update(p.value, p.grad, momentum ? this->buffer(i, 0) : typename Optimizer<T>::View(), c);
+    detail::sgd_update(p.master_values(), p.grad, momentum ? this->buffer(i, 0) : typename Optimizer<T>::View(), c);
   }
 
  private:

@@ -1,10 +1,17 @@
-# cmake -DEXPECTED=a.jsonl -DACTUAL=b.jsonl [-DFIRST=k] -P compare_metrics.cmake
-# Every training step of ACTUAL (steps >= FIRST) must have the loss EXPECTED has for that
-# step within 1e-5 relative: a resumed run continues the uninterrupted one. Evaluations
-# at the same step must agree too (batch norm's running statistics were resumed).
+# cmake -DEXPECTED=a.jsonl -DACTUAL=b.jsonl [-DFIRST=k] [-DLAST=k] [-DTOLERANCE=r] -P compare_metrics.cmake
+# Every training step of ACTUAL (FIRST <= step <= LAST) must have the loss EXPECTED has for
+# that step within TOLERANCE relative (default 1e-5): a resumed run continues the
+# uninterrupted one. Evaluations at the same step must agree too (batch norm's running
+# statistics were resumed). A bf16 run against the fp32 one uses a bf16 tolerance.
 cmake_policy(SET CMP0007 NEW)
 if(NOT DEFINED FIRST)
   set(FIRST 1)
+endif()
+if(NOT DEFINED LAST)
+  set(LAST 999999999)
+endif()
+if(NOT DEFINED TOLERANCE)
+  set(TOLERANCE 1e-5)
 endif()
 function(read_losses path prefix)
   file(STRINGS "${path}" lines)
@@ -26,7 +33,7 @@ read_losses("${ACTUAL}" actual)
 set(compared 0)
 foreach(step IN LISTS actual_steps)
   string(REGEX REPLACE "^eval" "" number "${step}")
-  if(number LESS FIRST)
+  if(number LESS FIRST OR number GREATER LAST)
     continue()
   endif()
   if(NOT DEFINED expected_${step})
@@ -34,13 +41,13 @@ foreach(step IN LISTS actual_steps)
   endif()
   # CMake has no floating point: compare |a - b| <= 1e-5 * |b| through math() on scaled integers.
   execute_process(COMMAND awk "BEGIN { a = ${actual_${step}}; b = ${expected_${step}}; d = a - b; if (d < 0) d = -d;
-                                      m = b < 0 ? -b : b; exit !(d <= 1e-5 * m + 1e-7) }" RESULT_VARIABLE differs)
+                                      m = b < 0 ? -b : b; exit !(d <= ${TOLERANCE} * m + 1e-7) }" RESULT_VARIABLE differs)
   if(differs)
-    message(FATAL_ERROR "step ${step}: loss ${actual_${step}} differs from the uninterrupted run's ${expected_${step}}")
+    message(FATAL_ERROR "step ${step}: loss ${actual_${step}} differs from ${EXPECTED}'s ${expected_${step}} by more than ${TOLERANCE}")
   endif()
   math(EXPR compared "${compared} + 1")
 endforeach()
 if(compared EQUAL 0)
   message(FATAL_ERROR "no steps >= ${FIRST} to compare in ${ACTUAL}")
 endif()
-message("ok: ${compared} steps match the uninterrupted run within 1e-5")
+message("ok: ${compared} steps match ${EXPECTED} within ${TOLERANCE}")

@@ -57,7 +57,7 @@ ChainResult conv_gap_linear(const ProcessGrid& grid, const HostArray<float>& x_g
   Conv2d<float> conv(Conv2dOptions::parse("out=4,k=3,pad=1"), kShape[C], /*seed=*/5);
   GlobalAvgPool<float> gap;
   const Shape4 features = conv.output_shape(kShape), pooled = gap.output_shape(features);
-  Linear linear(LinearOptions::parse("out=3"), {pooled[C], pooled[H], pooled[W]}, /*seed=*/6);
+  Linear<float> linear(LinearOptions::parse("out=3"), {pooled[C], pooled[H], pooled[W]}, /*seed=*/6);
   const auto head = make_head_grid(grid);
   const Shape4 out = linear.output_shape(pooled);
   Tensor<float> x = make_input(grid, kShape, conv, "x"), dx = make_input(grid, kShape, conv, "dx");
@@ -79,9 +79,9 @@ ChainResult conv_gap_linear(const ProcessGrid& grid, const HostArray<float>& x_g
 // linear(out=5) -> linear(out=3) -> cross-entropy: the second Linear's input is on the
 // head grid, replicated over the spatial group.
 ChainResult linear_linear(const ProcessGrid& grid, const HostArray<float>& x_global) {
-  Linear first(LinearOptions::parse("out=5"), {kShape[C], kShape[H], kShape[W]}, /*seed=*/7);
+  Linear<float> first(LinearOptions::parse("out=5"), {kShape[C], kShape[H], kShape[W]}, /*seed=*/7);
   const Shape4 hidden = first.output_shape(kShape);
-  Linear second(LinearOptions::parse("out=3"), {hidden[C], hidden[H], hidden[W]}, /*seed=*/8);
+  Linear<float> second(LinearOptions::parse("out=3"), {hidden[C], hidden[H], hidden[W]}, /*seed=*/8);
   const Shape4 out = second.output_shape(hidden);
   const auto head = make_head_grid(grid);
   const auto head_of_head = make_head_grid(*head);  // where the second Linear's output lives

@@ -48,8 +48,8 @@ TEST(LinearReference, ArraysWithHalosMatchDoubleReference) {
 }
 
 TEST(LinearReference, InitialisationIsPyTorchsBoundAndSeeded) {
-  const Linear a(LinearOptions::parse("out=4"), {5, 7, 9}, 3), b(LinearOptions::parse("out=4"), {5, 7, 9}, 3);
-  auto pa = const_cast<Linear&>(a).params(), pb = const_cast<Linear&>(b).params();
+  const Linear<float> a(LinearOptions::parse("out=4"), {5, 7, 9}, 3), b(LinearOptions::parse("out=4"), {5, 7, 9}, 3);
+  auto pa = const_cast<Linear<float>&>(a).params(), pb = const_cast<Linear<float>&>(b).params();
   const double bound = 1 / std::sqrt(5.0 * 7 * 9);
   for (std::size_t i = 0; i < pa.size(); ++i) {
     const auto va = host_vector(pa[i]->value), vb = host_vector(pb[i]->value);
@@ -112,12 +112,12 @@ TEST(LinearOptions, DefaultsRoundTripAndErrors) {
     SCOPED_TRACE(bad);
     EXPECT_THROW(LinearOptions::parse(bad), std::invalid_argument);
   }
-  const Linear layer(LinearOptions::parse("out=4"), {5, 7, 9}, 0);
+  const Linear<float> layer(LinearOptions::parse("out=4"), {5, 7, 9}, 0);
   EXPECT_THROW(layer.output_shape({3, 5, 7, 8}), std::invalid_argument);
-  EXPECT_THROW(Linear(LinearOptions::parse("out=4"), {0, 7, 9}, 0), std::invalid_argument);
+  EXPECT_THROW(Linear<float>(LinearOptions::parse("out=4"), {0, 7, 9}, 0), std::invalid_argument);
   // An output not on the head grid (wrong shape) is refused before any work.
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
-  Linear l(LinearOptions::parse("out=4"), {5, 7, 9}, 0);
+  Linear<float> l(LinearOptions::parse("out=4"), {5, 7, 9}, 0);
   Tensor<float> x(self, kShape), y(self, {3, 5, 1, 1});
   EXPECT_THROW(l.forward(x, y), std::invalid_argument);
 }

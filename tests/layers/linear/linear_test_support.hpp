@@ -85,7 +85,7 @@ inline StepHalos with_halos() {
 inline LinearResult run_linear_step(const ProcessGrid& grid, const LinearOptions& options, const Shape4& input,
                                     const HostArray<float>& x_global, const HostArray<float>& dy_global,
                                     const std::vector<std::int64_t>& labels = {}, const StepHalos& halos = {}) {
-  Linear layer(options, {input[C], input[H], input[W]}, /*seed=*/77);
+  Linear<float> layer(options, {input[C], input[H], input[W]}, /*seed=*/77);
   const auto head = make_head_grid(grid);
   const Shape4 out_shape = layer.output_shape(input);
   Tensor<float> x(grid, input, halos.tiled, "x"), dx(grid, input, halos.tiled, "dx");

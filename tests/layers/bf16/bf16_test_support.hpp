@@ -1,0 +1,155 @@
+#pragma once
+// Shared by the bf16 layer tests: the layers under test, built alike in fp32 and bf16 from
+// one name; one forward + backward step of either on a grid from fp32 global arrays; and the
+// tolerance with its argument.
+//
+// Tolerance. bf16 keeps 8 significant bits: rounding a value moves it by at most 2^-9
+// (0.2%) of itself. A bf16 layer reads inputs and weights that were rounded once, sums
+// products in fp32 (its error, ~1e-7 per term, is negligible here), and rounds its result
+// once more; a gradient adds the rounding of dy. For unit-scale data (uniform in [-1, 1],
+// PyTorch-initialised weights) each result is thus within about 3-4 roundings, ~0.8%, of
+// the fp32 result, measured as relative_error does against the largest magnitude of the
+// array. 1e-2 leaves a small margin and still fails a layer that keeps anything in a
+// narrower type (fp16 overflow, fp8: 2^-4), drops a term or misplaces a cell (errors of
+// order 1). Both precisions see the same x and dy, rounded to bf16 first, so layers that
+// only move or compare values (relu, max pooling without overlap, flatten) must agree
+// exactly.
+
+#include <Kokkos_Core.hpp>
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "distarray/bf16.hpp"
+#include "distarray/gather_scatter.hpp"
+#include "layers/activation.hpp"
+#include "layers/batch_norm.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/flatten.hpp"
+#include "layers/grad_reduce.hpp"
+#include "layers/head_grid.hpp"
+#include "layers/linear.hpp"
+#include "layers/pool2d.hpp"
+#include "tests/layers/support/compare.hpp"
+#include "tests/layers/support/layer_step.hpp"
+
+namespace tessera::layers::testing {
+
+inline constexpr double kBf16Tolerance = 1e-2;
+
+struct Bf16Case {
+  std::string name;
+  Shape4 input;
+  bool exact = false;  // the layer only moves or compares values: bf16 equals fp32 exactly
+};
+
+// The main job's layers (fashion-cnn: conv, batchnorm, relu, maxpool, flatten, linear)
+// and a few variants that exercise strides, uneven windows and per-sample statistics.
+inline std::vector<Bf16Case> bf16_cases() {
+  return {
+      {"conv_k3_pad1", {2, 3, 13, 11}},
+      {"conv_k5_stride2_no_bias", {2, 3, 13, 11}},
+      {"conv_k3_groups2", {2, 4, 13, 11}},
+      {"batchnorm", {2, 3, 13, 11}},
+      {"batchnorm_stats_all", {2, 3, 13, 11}},
+      {"relu", {2, 3, 13, 11}, true},
+      {"leakyrelu", {2, 3, 13, 11}},
+      {"sigmoid", {2, 3, 13, 11}},
+      {"tanh", {2, 3, 13, 11}},
+      {"maxpool_k2", {2, 3, 12, 10}, true},
+      // Overlapping windows: a cell's gradient sums several dy, rounded once (not exact).
+      {"maxpool_k3_stride2_pad1", {2, 3, 13, 11}},
+      {"avgpool_k2", {2, 3, 12, 10}},
+      {"l2pool_k3_stride2", {2, 3, 13, 11}},
+      {"flatten", {2, 3, 6, 5}, true},
+      {"linear", {2, 3, 6, 5}},
+  };
+}
+
+template <class T>
+std::unique_ptr<Layer<T>> make_case_layer(const std::string& name, const Shape4& in) {
+  constexpr std::uint64_t seed = 11;
+  if (name == "conv_k3_pad1") return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=3,pad=1"), in[C], seed);
+  if (name == "conv_k5_stride2_no_bias")
+    return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=5,stride=2,pad=2,bias=false"), in[C], seed);
+  if (name == "conv_k3_groups2")
+    return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=3,pad=1,groups=2"), in[C], seed);
+  if (name == "batchnorm") return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse(""), in[C]);
+  if (name == "batchnorm_stats_all")
+    return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse("stats=all"), in[C]);
+  if (name == "relu" || name == "sigmoid" || name == "tanh") return make_activation<T>(name);
+  if (name == "leakyrelu") return make_activation<T>("leakyrelu", "slope=0.1");
+  if (name == "maxpool_k2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::max, "k=2"));
+  if (name == "maxpool_k3_stride2_pad1")
+    return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::max, "k=3,stride=2,pad=1"));
+  if (name == "avgpool_k2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::average, "k=2"));
+  if (name == "l2pool_k3_stride2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::l2, "k=3,stride=2"));
+  if (name == "flatten") return std::make_unique<Flatten<T>>();
+  if (name == "linear")
+    return std::make_unique<Linear<T>>(LinearOptions::parse("out=5"), std::array<std::int64_t, 3>{in[C], in[H], in[W]},
+                                       seed);
+  throw std::invalid_argument("no bf16 test case named " + name);
+}
+
+// `a` with every element rounded to bf16 and widened back: the values both precisions see.
+inline HostArray<float> bf16_rounded(const HostArray<float>& a) {
+  HostArray<float> r("rounded", a.extent(0), a.extent(1), a.extent(2), a.extent(3));
+  for (std::size_t i = 0; i < a.size(); ++i) r.data()[i] = float(bf16(a.data()[i]));
+  return r;
+}
+
+template <class T>
+HostArray<T> as_type(const HostArray<float>& a) {
+  HostArray<T> r("as_type", a.extent(0), a.extent(1), a.extent(2), a.extent(3));
+  for (std::size_t i = 0; i < a.size(); ++i) r.data()[i] = T(a.data()[i]);
+  return r;
+}
+
+template <class V>
+std::vector<float> widened(const V& view) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
+  std::vector<float> out(host.size());
+  for (std::size_t i = 0; i < host.size(); ++i) out[i] = float(host.data()[i]);
+  return out;
+}
+
+// One step's results, widened to fp32: y and dx on the grid's rank 0 (empty elsewhere), the
+// reduced parameter gradients on every rank.
+struct Bf16Step {
+  std::vector<float> y, dx;
+  std::vector<std::vector<float>> grads;
+};
+
+// forward(x), backward(dy) of a fresh layer `name` in precision T on `grid`; x and dy are
+// global fp32 arrays (converted to T), whose values matter on the grid's rank 0. A layer
+// whose output lives on the head grid (linear) gets its y and dy there.
+template <class T>
+Bf16Step run_case(const ProcessGrid& grid, const Bf16Case& c, const HostArray<float>& x_global,
+                  const HostArray<float>& dy_global) {
+  std::unique_ptr<Layer<T>> layer = make_case_layer<T>(c.name, c.input);
+  for (Parameter<T>* p : layer->params()) p->zero_grad();
+  const Shape4 out_shape = layer->output_shape(c.input);
+  std::shared_ptr<const ProcessGrid> head;
+  if (c.name == "linear") head = make_head_grid(grid);
+  const ProcessGrid& out_grid = head ? *head : grid;
+  // Linear reads its tile only (the registry's InputHalo::none): x without a halo.
+  auto input = [&](const char* label) {
+    return head ? Tensor<T>(grid, c.input, HaloWidths{}, label) : make_input(grid, c.input, *layer, label);
+  };
+  Tensor<T> x = input("x"), dx = input("dx");
+  Tensor<T> y(out_grid, out_shape, HaloWidths{}, "y"), dy(out_grid, out_shape, HaloWidths{}, "dy");
+  layer->place(y.owned_box());
+  scatter(as_type<T>(x_global), x);
+  scatter(as_type<T>(dy_global), dy);
+  layer->forward(x, y);
+  layer->backward(dy, dx);
+  reduce_gradients(layer->params(), grid);
+  const HostArray<T> y_all = gather(y), dx_all = gather(dx);
+  Bf16Step step{widened(y_all), widened(dx_all), {}};
+  for (Parameter<T>* p : layer->params()) step.grads.push_back(widened(p->grad));
+  return step;
+}
+
+}  // namespace tessera::layers::testing
