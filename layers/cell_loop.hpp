@@ -301,6 +301,10 @@ struct DeviceCellsSum {
 
 template <class Op>
 void device_cells(const char* label, const CellExtents& e, const Op& op) {
+  // Every cell kernel's arguments go by value (launch_size.hpp): a functor over the limit
+  // fails to compile here, naming itself in the instantiation.
+  static_assert(launches_by_value<DeviceCells<Op, std::int64_t>, Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>>,
+                "cell kernel arguments over CUDA's by-value limit: hold pointers and strides, not views");
   if (e.cells() <= 0) return;
   if (e.cells() <= std::int64_t(0x7fffffff)) {
     using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int>>;
@@ -406,6 +410,9 @@ void sum_each_cell(const char* label, const CellExtents& e, const F& f, R& resul
     Kokkos::parallel_reduce(kernel_label(label), d::HostRowPolicy(0, e.rows()),
                             d::HostRowsSum<F, R>{f, e.c, e.h, e.w}, result);
   } else if (e.cells() <= std::int64_t(0x7fffffff)) {
+    static_assert(launches_by_value<d::DeviceCellsSum<F, R, std::int64_t>,
+                                    Kokkos::RangePolicy<d::Exec, Kokkos::IndexType<std::int64_t>>>,
+                  "cell reduction arguments over CUDA's by-value limit: hold pointers and strides, not views");
     using Policy = Kokkos::RangePolicy<d::Exec, Kokkos::IndexType<int>>;
     Kokkos::parallel_reduce(kernel_label(label), Policy(0, static_cast<int>(e.cells())),
                             d::DeviceCellsSum<F, R, int>{f, static_cast<int>(e.c), static_cast<int>(e.h),
