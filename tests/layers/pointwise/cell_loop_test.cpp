@@ -1,0 +1,103 @@
+// The loops of layers/cell_loop.hpp on this build's backend: for_each_cell over extents
+// visits every cell exactly once with (n, c, h, w) as a row-major view names it,
+// sum_each_cell adds every cell's term once, for_each_row writes only the cells of a window
+// whose rows are not contiguous with each other, and host_plane_sum adds a plane with and
+// without gaps between its rows. Functors at namespace scope: CUDA allows no extended
+// lambdas in test bodies.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <utility>
+
+#include "layers/cell_loop.hpp"
+
+namespace tessera::layers {
+namespace {
+
+using Int = std::int64_t;
+using Space = Kokkos::DefaultExecutionSpace::memory_space;
+using Cells = Kokkos::View<double****, Kokkos::LayoutRight, Space>;
+
+// v(n, c, h, w) += 1 + the cell's row-major index: visited once and named right.
+struct MarkCell {
+  Cells v;
+  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w) const {
+    const Int index = ((n * Int(v.extent(1)) + c) * Int(v.extent(2)) + h) * Int(v.extent(3)) + w;
+    v(n, c, h, w) += 1.0 + double(index);
+  }
+};
+
+struct AddCell {
+  Cells v;
+  KOKKOS_INLINE_FUNCTION void operator()(Int n, Int c, Int h, Int w, double& sum) const { sum += v(n, c, h, w); }
+};
+
+template <class T>
+struct FillRow {
+  Rows<T> dst;
+  struct Row {
+    T* dst;
+    KOKKOS_INLINE_FUNCTION void operator()(Int w) const { dst[w] = T(7); }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(Int n, Int c, Int h) const { return {dst.row(n, c, h)}; }
+};
+
+TEST(CellLoop, EveryCellOnceInRowMajorNames) {
+  const CellExtents e{2, 3, 5, 7};  // no extent a multiple of another, w odd
+  const Cells v("cells", e.n, e.c, e.h, e.w);
+  for_each_cell("test::mark", e, MarkCell{v});
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  Int index = 0;
+  for (Int n = 0; n < e.n; ++n)
+    for (Int c = 0; c < e.c; ++c)
+      for (Int h = 0; h < e.h; ++h)
+        for (Int w = 0; w < e.w; ++w, ++index) ASSERT_EQ(host(n, c, h, w), 1.0 + double(index)) << n << c << h << w;
+
+  double sum = -1;  // overwritten
+  sum_each_cell("test::sum", e, AddCell{v}, sum);
+  const double cells = double(e.cells());
+  EXPECT_EQ(sum, cells + cells * (cells - 1) / 2);  // the sum of 1 + index, exact in double
+
+  double empty = -1;
+  sum_each_cell("test::sum_empty", CellExtents{2, 0, 5, 7}, AddCell{v}, empty);
+  EXPECT_EQ(empty, 0.0);
+}
+
+TEST(CellLoop, RowsOfAWindowWriteOnlyTheWindow) {
+  using Array = Kokkos::View<float****, Kokkos::LayoutRight, Space>;
+  const Array a("array", 2, 3, 9, 10);
+  const auto window = Kokkos::subview(a, Kokkos::ALL, std::make_pair(1, 3), std::make_pair(2, 8), std::make_pair(1, 8));
+  for_each_row("test::fill", extents_of(window), FillRow<float>{rows_of(window)});
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  for (Int n = 0; n < 2; ++n)
+    for (Int c = 0; c < 3; ++c)
+      for (Int h = 0; h < 9; ++h)
+        for (Int w = 0; w < 10; ++w) {
+          const bool inside = c >= 1 && c < 3 && h >= 2 && h < 8 && w >= 1 && w < 8;
+          ASSERT_EQ(host(n, c, h, w), inside ? 7.0f : 0.0f) << n << c << h << w;
+        }
+}
+
+TEST(CellLoop, HostPlaneSumWithAndWithoutGapsBetweenRows) {
+  using Host = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  const Host a("host", 2, 2, 40, 50);
+  for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = float(i % 17) - 8.0f;  // small integers: exact sums
+  auto serial = [&](const auto& v, Int n, Int c) {
+    double s = 0;
+    for (Int h = 0; h < Int(v.extent(2)); ++h)
+      for (Int w = 0; w < Int(v.extent(3)); ++w) s += v(n, c, h, w);
+    return s;
+  };
+  const auto gaps = Kokkos::subview(a, Kokkos::ALL, Kokkos::ALL, std::make_pair(3, 37), std::make_pair(2, 45));
+  const Rows<const float> whole = rows_of(a), inner = rows_of(gaps);
+  for (Int n = 0; n < 2; ++n)
+    for (Int c = 0; c < 2; ++c) {
+      EXPECT_EQ(host_plane_sum(whole, n, c, 40, 50), serial(a, n, c));
+      EXPECT_EQ(host_plane_sum(inner, n, c, 34, 43), serial(gaps, n, c));
+    }
+}
+
+}  // namespace
+}  // namespace tessera::layers
