@@ -99,14 +99,7 @@ class OnednnLinear final : public LinearBackend {
       const memory::desc a_md = batch_desc(batch, m, k, ta, lda, stride_a);
       const memory::desc b_md = batch_desc(batch, k, n, tb, ldb, stride_b);
       const memory::desc c_md = batch_desc(batch, m, n, Transpose::no, ldc, stride_c);
-      dnnl::primitive_attr attr;
-      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-      if (beta != 0.0f) {
-        dnnl::post_ops sum;
-        sum.append_sum(beta);
-        attr.set_post_ops(sum);
-      }
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine_);
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), scale_and_sum(alpha, beta), engine_);
       it = batched_.emplace(key, Batched{dnnl::matmul(pd), memory(a_md, engine_, nullptr), memory(b_md, engine_, nullptr),
                                          memory(c_md, engine_, nullptr)})
                .first;
