@@ -111,8 +111,10 @@ class Activation final : public Layer<T> {
         *this, dy, dx,
         [&](const Box& window) {
           const auto dxs = dx.local(window);
+          // cuDNN refuses (NOT_SUPPORTED) a backward whose y, dy and dx are laid out apart, as
+          // a graph's tensors with different halos are (found on the first GPU run).
           if constexpr (kLibrary && Fn::from_output)
-            if (library_)
+            if (library_ && same_layout(x.local(window), dy.local(window), dxs))
               return library_->activation_backward_from_output(*library_fn_, tensor_ref<const T>(x.local(window)),
                                                                tensor_ref<const T>(dy.local(window)),
                                                                tensor_ref<T>(dxs));
@@ -121,13 +123,19 @@ class Activation final : public Layer<T> {
           for_each_row("tessera::activation_backward", extents_of(dxs),
                        activation_kernels::Backward<Typed, T>{typed(), saved, dyr, dxr});
         },
-        [] {});
+        [] {}, Windowed<T>::Overwrites::every_cell);
   }
 
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
 
  private:
   static constexpr bool kLibrary = kPointwiseLibrary && std::is_same_v<T, float>;  // cuDNN is fp32
+  template <class A, class B, class C>
+  static bool same_layout(const A& a, const B& b, const C& c) {
+    for (int d = 0; d < 4; ++d)
+      if (a.stride(d) != b.stride(d) || a.stride(d) != c.stride(d)) return false;
+    return true;
+  }
   using Typed = decltype(std::declval<const Fn&>().template typed<Compute<T>>());
   Typed typed() const { return f_.template typed<Compute<T>>(); }
 

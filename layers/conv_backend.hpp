@@ -12,6 +12,7 @@
 // oneDNN has no f64 convolution. A backend without bf16 says so (runs_bf16) and the layers
 // refuse bf16 when they are built, naming the backend.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -36,6 +37,21 @@ struct ConvGeometry {
   std::int64_t valid_h(std::int64_t in) const { return (in - (kh - 1) * dh - 1) / sh + 1; }
   std::int64_t valid_w(std::int64_t in) const { return (in - (kw - 1) * dw - 1) / sw + 1; }
 };
+
+// The input-side extents the outputs `out` read: `in` cut to (out - 1) * stride +
+// (kernel - 1) * dilation + 1 rows and columns where it holds more (a window may carry up to
+// stride - 1 cells no output reads); never grown.
+inline Shape4 conv_read_dims(const ConvGeometry& g, const Shape4& in, const Shape4& out) {
+  const auto read = [](std::int64_t have, std::int64_t outputs, std::int64_t k, std::int64_t s, std::int64_t d) {
+    return outputs > 0 ? std::min(have, (outputs - 1) * s + (k - 1) * d + 1) : have;
+  };
+  return {in[N], in[C], read(in[H], out[H], g.kh, g.sh, g.dh), read(in[W], out[W], g.kw, g.sw, g.dw)};
+}
+
+// Row-major (dense NCHW) element strides of `dims`.
+inline Index4 packed_strides(const Shape4& dims) {
+  return {dims[C] * dims[H] * dims[W], dims[H] * dims[W], dims[W], 1};
+}
 
 // A 4-D NCHW tensor in place: first element, extents, element strides.
 template <class E>

@@ -8,12 +8,13 @@
 // strides; ConstTensor4 / MutableTensor4) in the build's memory space, fp32 only.
 //
 // What is delegated, and why exactly that (docs/layers.md, "Library paths on the GPU"):
-//   pooling     max and average whose every window lies inside the image (no padding) and
-//               is dense (dilation 1): then the library's valid pooling on the halo-filled
-//               window is Tessera's pooling; max propagates NaN (CUDNN_PROPAGATE_NAN) as
-//               the Kokkos kernels do. Padding would need -infinity for max and a per-output
-//               divisor for average at the image border only, which cuDNN's symmetric
-//               padding cannot express on a tile; L2 pooling has no library mode.
+//   pooling     average whose every window lies inside the image (no padding) and is
+//               dense (dilation 1): then the library's valid pooling on the halo-filled
+//               window is Tessera's pooling. Padding would need a per-output divisor at the
+//               image border only, which cuDNN's symmetric padding cannot express on a tile;
+//               L2 pooling has no library mode. Max stays on the Kokkos kernels: the first
+//               GPU run found cuDNN's max pooling giving -FLT_MAX (not -inf) for a window of
+//               -inf and routing its gradient to a tap PyTorch does not (PoolNonFinite).
 //   activations relu, sigmoid and tanh forward; sigmoid and tanh backward from the output
 //               (the layer keeps y). relu backward stays on Kokkos: PyTorch's
 //               threshold_backward passes dy where x is NaN, which cuDNN does not promise;
@@ -34,19 +35,18 @@ inline constexpr bool kPointwiseLibrary = TESSERA_ENABLE_CUDA;
 
 enum class LibraryActivation { relu, sigmoid, tanh };
 
-// The window of a pooling call, as the library sees it: valid pooling, no padding.
+// The window of a pooling call, as the library sees it: valid average pooling, no padding.
 struct LibraryPooling {
-  bool max = true;  // else average
   std::int64_t kh = 1, kw = 1, sh = 1, sw = 1;
   friend bool operator==(const LibraryPooling&, const LibraryPooling&) = default;
 };
 
 // The library pooling that computes what Pool2d with `o` computes, or nothing where it
-// would not (padding, dilation, L2): a pure function, tested on every build.
+// would not (max, L2, padding, dilation): a pure function, tested on every build.
 inline std::optional<LibraryPooling> library_pooling(const Pool2dOptions& o) {
   const bool padded = o.pad.top || o.pad.bottom || o.pad.left || o.pad.right;
-  if (padded || o.dh != 1 || o.dw != 1 || o.kind == PoolKind::l2) return std::nullopt;
-  return LibraryPooling{o.kind == PoolKind::max, o.kh, o.kw, o.sh, o.sw};
+  if (padded || o.dh != 1 || o.dw != 1 || o.kind != PoolKind::average) return std::nullopt;
+  return LibraryPooling{o.kh, o.kw, o.sh, o.sw};
 }
 
 // The library activation computing `kind` (relu, sigmoid, tanh), or nothing (leakyrelu).
@@ -63,9 +63,8 @@ class PointwiseLibrary {
 
   // y = pooling of x (y.dims: the valid pooling of x.dims); every cell of y is written.
   virtual void pool_forward(const LibraryPooling& p, const ConstTensor4& x, const MutableTensor4& y) = 0;
-  // dx (over all of x) from forward's x and y and dy; every cell of dx is written.
-  virtual void pool_backward(const LibraryPooling& p, const ConstTensor4& x, const ConstTensor4& y,
-                             const ConstTensor4& dy, const MutableTensor4& dx) = 0;
+  // dx (over all of forward's x) from dy; every cell of dx is written.
+  virtual void pool_backward(const LibraryPooling& p, const ConstTensor4& dy, const MutableTensor4& dx) = 0;
 
   virtual void activation_forward(LibraryActivation f, const ConstTensor4& x, const MutableTensor4& y) = 0;
   // sigmoid and tanh only: dx from forward's output y and dy.

@@ -81,8 +81,7 @@ class Pool2d final : public Layer<T> {
     const Shape4& shape = x.distribution().global_shape();
     const Box& owned = y.owned_box();
     const Shape4 s = owned.shape();
-    // cuDNN's backward reads y instead of the argmax codes.
-    if (!library_ && options_.kind == PoolKind::max) sized(codes_, "tessera::pool2d.argmax", s[N], s[C], s[H], s[W]);
+    if (options_.kind == PoolKind::max) sized(codes_, "tessera::pool2d.argmax", s[N], s[C], s[H], s[W]);
     if (options_.kind == PoolKind::l2) sized(norms_, "tessera::pool2d.norms", s[N], s[C], s[H], s[W]);
     windowed_.forward(*this, x, y, [&](const Box& out) {
       const Box window = input_window(out, shape);
@@ -101,7 +100,6 @@ class Pool2d final : public Layer<T> {
         pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
       }
     });
-    if (library_) saved_y_.emplace(y);
     saved_x_.emplace(x);
     saved_output_ = owned;
   }
@@ -121,8 +119,7 @@ class Pool2d final : public Layer<T> {
         [&](const Box& window) {
           if constexpr (kLibrary)
             if (library_)
-              return library_->pool_backward(*library_pooling_, tensor_ref<const T>(x.local(window)),
-                                             tensor_ref<const T>(saved_y_->owned()), tensor_ref<const T>(dy.owned()),
+              return library_->pool_backward(*library_pooling_, tensor_ref<const T>(dy.owned()),
                                              tensor_ref<T>(dx.local(window)));
           if constexpr (kWide) {
             const auto xs = x.local(window), dys = dy.owned(), dxs = dx.local(window);
@@ -197,7 +194,6 @@ class Pool2d final : public Layer<T> {
   Norms norms_;       // l2: sqrt(eps + sum of squares) of each owned output
   std::optional<LibraryPooling> library_pooling_;  // CUDA builds, where cuDNN pools alike
   std::unique_ptr<PointwiseLibrary> library_;
-  std::optional<Tensor<T>> saved_y_;  // with library_: forward's y, which cuDNN's backward reads
   WideStaging<MemorySpace> wide_;     // bf16: fp32 copies of the boxes the kernels read and write
 };
 

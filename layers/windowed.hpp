@@ -220,15 +220,18 @@ class Windowed {
   }
 
   // Computes dx's owned cells. `window_gradient(w)` must write d(loss)/d(x) over the whole
-  // input window w (every cell of it) from dy's owned cells; `meanwhile` (e.g. the weight
-  // gradient) must not touch dx and runs while the halo part travels home.
+  // input window w from dy's owned cells; `meanwhile` (e.g. the weight gradient) must not
+  // touch dx and runs while the halo part travels home. dx is zeroed first, for kernels that
+  // add into it and for owned cells outside the window (a strided layer's skipped rows);
+  // Overwrites::every_cell says the kernel assigns every cell of w, so where w covers the
+  // owned box the zeroing (a whole pass over dx) is skipped.
+  enum class Overwrites { add_into_zeroed, every_cell };
   template <class WindowKernel, class Work>
   void backward(const Layer<T>& layer, const Tensor<T>& dy, const Tensor<T>& dx, const WindowKernel& window_gradient,
-                const Work& meanwhile) {
+                const Work& meanwhile, Overwrites writes = Overwrites::add_into_zeroed) {
     const BackwardPlan& plan = backward_plan(layer, dy, dx);
     const std::string& transport_name = transport(dx);
-    // Owned cells outside the window (a strided layer's skipped rows) get no gradient.
-    dx.fill_window(T(0));
+    if (writes == Overwrites::add_into_zeroed || !plan.window.contains(dx.owned_box())) dx.fill_window(T(0));
     window_gradient(plan.window);
     if (plan.path == Path::local) {
       meanwhile();

@@ -6,9 +6,17 @@
 # layer benchmarks beside PyTorch's cuDNN (where PYTHON's torch sees the GPU) and the halo
 # benchmark. Results go to bench/results/{tests,layers,halo}-gpu-<date>.md.
 #
-#   scripts/gpu-check.sh [--build DIR] [--python PY] [--tools LIST] [--skip-deps] [--skip-bench]
+#   scripts/gpu-check.sh [--build DIR] [--bundle FILE] [--python PY] [--tools LIST]
+#                        [--jobs N] [--sanitize-tests REGEX] [--skip-deps] [--skip-bench]
 #
 #   --build DIR    the CUDA build directory (default: build-cuda in the checkout)
+#   --bundle FILE  run a build packed elsewhere by scripts/gpu-bundle.sh instead of building
+#                  (a GPU node with no compiler or registry): unpacked into --build's
+#                  directory, its test lists pointed at this checkout and the bundle's
+#                  mpiexec; nothing is installed
+#   --jobs N       tests run at once, all sharing the GPUs (default: the GPU count)
+#   --sanitize-tests REGEX
+#                  only the tests matching REGEX run under compute-sanitizer (default: all)
 #   --python PY    a python with a CUDA torch (default: the bench venv's; without a CUDA
 #                  torch the layer table has Tessera's column only)
 #   --tools LIST   compute-sanitizer tools, comma-separated (default:
@@ -34,15 +42,21 @@ python="$(bench_venv_default)/bin/python"
 tools="memcheck,racecheck,synccheck"
 deps=1
 bench=1
+bundle=""
+jobs=""
+sanitize_tests=""
 while (($#)); do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --build|--python|--tools)
+    --build|--python|--tools|--bundle|--jobs|--sanitize-tests)
       (($# >= 2)) && [[ -n $2 ]] || bad_usage "$1 needs a value"
       case "$1" in
         --build) build="$2" ;;
         --python) python="$2" ;;
         --tools) tools="$2" ;;
+        --bundle) bundle="$2" ;;
+        --jobs) jobs="$2" ;;
+        --sanitize-tests) sanitize_tests="$2" ;;
       esac
       shift 2 ;;
     --skip-deps) deps=0; shift ;;
@@ -52,6 +66,8 @@ while (($#)); do
 done
 [[ $tools =~ ^(none|(memcheck|racecheck|synccheck|initcheck)(,(memcheck|racecheck|synccheck|initcheck))*)$ ]] \
   || bad_usage "--tools '$tools' is not a comma-separated list of memcheck, racecheck, synccheck, initcheck (or none)"
+[[ -z $jobs || $jobs =~ ^[1-9][0-9]*$ ]] || bad_usage "--jobs '$jobs' is not a positive whole number"
+[[ -z $bundle || -f $bundle ]] || bad_usage "--bundle '$bundle' is not a file"
 
 # No GPU, no run: one line, before anything is installed or built.
 smi="${TESSERA_NVIDIA_SMI:-nvidia-smi}"
@@ -60,8 +76,14 @@ gpus="$("$smi" -L 2>/dev/null | grep -c '^GPU [0-9]' || true)"
 ((gpus > 0)) || die "no NVIDIA GPU here ($smi lists no device): gpu-check needs a machine with one"
 
 export PATH="$PATH:/usr/local/cuda/bin"
-((deps)) && "$TESSERA_ROOT/scripts/setup-deps.sh" --cuda
-build_variant cuda "$build"
+jobs="${jobs:-$gpus}"
+if [[ -n $bundle ]]; then
+  source "$TESSERA_ROOT/scripts/lib/gpu-bundle-unpack.sh"
+  unpack_bundle "$bundle" "$build" "$python"
+else
+  ((deps)) && "$TESSERA_ROOT/scripts/setup-deps.sh" --cuda
+  build_variant cuda "$build"
+fi
 build="$(cd "$build" && pwd)"
 sanitizer="$(command -v compute-sanitizer || true)"
 [[ $tools == none || -n $sanitizer ]] || die "compute-sanitizer not found (it comes with the CUDA toolkit; put its bin/ on PATH)"
@@ -81,11 +103,17 @@ tests_md="$results/tests-gpu-$date.md"
 # ctest over the `cuda` label with TESSERA_TEST_LAUNCHER = the given launcher (empty: none);
 # appends the summary to the results file. Returns ctest's status.
 run_tests() {
-  local title="$1" launcher="$2" timeout="$3" log="$build/gpu-check-${1// /-}.log" status=0
-  cmake -S "$TESSERA_ROOT" -B "$build" "-DTESSERA_TEST_LAUNCHER=$launcher" "-DTESSERA_TEST_TIMEOUT=$timeout" \
-    >"$build/gpu-check-configure.log" 2>&1 || { cat "$build/gpu-check-configure.log" >&2; die "reconfiguring $build failed"; }
+  local title="$1" launcher="$2" timeout="$3" log="$build/gpu-check-${1// /-}.log" status=0 select=()
+  if [[ -n $bundle ]]; then
+    set_bundle_launcher "$build" "$launcher" "$timeout"
+  else
+    cmake -S "$TESSERA_ROOT" -B "$build" "-DTESSERA_TEST_LAUNCHER=$launcher" "-DTESSERA_TEST_TIMEOUT=$timeout" \
+      >"$build/gpu-check-configure.log" 2>&1 || { cat "$build/gpu-check-configure.log" >&2; die "reconfiguring $build failed"; }
+  fi
+  [[ -n $launcher && -n $sanitize_tests ]] && select=(-R "$sanitize_tests")
   log "tests: $title"
-  ctest --test-dir "$build" -L cuda --output-on-failure -j "$gpus" >"$log" 2>&1 || status=$?
+  # Slurm and multi-host tests start daemons and namespaces of their own: not a GPU check.
+  ctest --test-dir "$build" -L cuda -LE 'slurm|multihost' "${select[@]}" --output-on-failure -j "$jobs" >"$log" 2>&1 || status=$?
   {
     echo "## $title"
     echo
@@ -98,14 +126,21 @@ run_tests() {
   return "$status"
 }
 failed=()
-restore() { cmake -S "$TESSERA_ROOT" -B "$build" -DTESSERA_TEST_LAUNCHER= -DTESSERA_TEST_TIMEOUT=300 >/dev/null 2>&1; }
+restore() {
+  if [[ -n $bundle ]]; then set_bundle_launcher "$build" "" 300
+  else cmake -S "$TESSERA_ROOT" -B "$build" -DTESSERA_TEST_LAUNCHER= -DTESSERA_TEST_TIMEOUT=300 >/dev/null 2>&1; fi
+}
 trap restore EXIT
 run_tests "plain" "" 300 || failed+=("plain")
 if [[ $tools != none ]]; then
   IFS=, read -ra tool_list <<<"$tools"
   for tool in "${tool_list[@]}"; do
     # Sanitized programs run 10-100x slower: a longer timeout; any report fails the test.
-    run_tests "compute-sanitizer $tool" "$sanitizer;--tool;$tool;--error-exitcode;86;--print-limit;20" 6000 \
+    # Only the test program is followed (not processes it may start), and errors that
+    # libraries return to their own probes are not reports (NCCL asks for kernels of other
+    # architectures at start-up); Tessera checks every status it is handed.
+    run_tests "compute-sanitizer $tool" \
+      "$sanitizer;--tool;$tool;--target-processes;application-only;--report-api-errors;no;--error-exitcode;86;--print-limit;20" 6000 \
       || failed+=("$tool")
   done
 fi

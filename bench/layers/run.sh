@@ -52,12 +52,19 @@ load_start="$(load)"
 
 # Case by case, Tessera then PyTorch, so that both meet the same load on a shared machine.
 cases="$("$bench_layers" --list | wc -l)"
-log "layers: $cases cases, $threads threads, $warmup warm-up + $repeats repeats, Tessera then PyTorch per case"
+log "layers: $cases cases, $([[ $device == cuda ]] && echo "on the GPU" || echo "$threads threads"), $warmup warm-up + $repeats repeats, Tessera then PyTorch per case"
 append() {  # append() TSV_OUT CASE_TSV: keeps the '#' lines and header of the first case only
   if [[ -s $1 ]]; then grep -v -e '^#' -e '^case' "$2" >>"$1" || true; else cat "$2" >"$1"; fi
 }
 : >"$work/tessera.tsv"
 : >"$work/torch.tsv"
+# On a GPU nothing else shares the device, and a process per case would pay CUDA's start-up
+# 32 times: each side runs every case in one process.
+if [[ $device == cuda ]]; then
+  "$bench_layers" --format tsv --warmup "$warmup" --repeats "$repeats" >"$work/tessera.tsv" || true
+  "$python" "$here/torch_layers.py" --format tsv --device cuda --warmup "$warmup" --repeats "$repeats" >"$work/torch.tsv"
+  cases=0
+fi
 for ((i = 1; i <= cases; ++i)); do
   OMP_NUM_THREADS="$threads" "$bench_layers" --format tsv --case "$i" --warmup "$warmup" --repeats "$repeats" \
     >"$work/case.tsv" || true  # a spec error is a row of the table, not the end of the run

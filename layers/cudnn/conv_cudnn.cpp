@@ -8,7 +8,11 @@
 // ones within the workspace cap and puts first the one this layer geometry already runs, so
 // interior, strips and other grids compute alike. The first call of a shape tries them in
 // that order, moving on when cuDNN answers NOT_SUPPORTED (windows are non-packed tensors)
-// or the workspace cannot be allocated, and keeps the first that runs.
+// or the workspace cannot be allocated, and keeps the first that runs. Where no acceptable
+// algorithm runs the tensors in place, the shape runs on dense copies made and written back
+// with cudnnTransformTensor (the first GPU run found strided and dilated shapes refused in
+// place by every algorithm). Input-side tensors are cut to the rows and columns the outputs
+// read (conv_read_dims) before cuDNN sees them.
 //
 // Math: CUDNN_FMA_MATH (no TF32), so results on any grid equal the one-rank result to fp32
 // rounding, as Tessera's invariant and its tests require; tensor-op candidates are refused.
@@ -19,6 +23,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
@@ -64,6 +70,7 @@ const ProblemKey& checked(const ProblemKey& k) {
 struct Chosen {
   int algo = 0;
   std::size_t memory = 0;
+  bool packed = false;  // runs on dense copies of the tensors
 };
 
 enum Direction { kForward, kData, kFilter, kDirections };
@@ -97,10 +104,12 @@ std::vector<AlgorithmCandidate> candidates(Direction d, const std::vector<Perf>&
 }
 
 // Descriptors shared by forward, backward data and backward filter; each direction's
-// algorithm is chosen the first time that direction runs.
+// algorithm is chosen the first time that direction runs. `packed_*` describe dense copies
+// of the two tensors, made only for a shape whose in-place layout no acceptable algorithm
+// runs.
 struct Problem {
   ProblemKey key;
-  TensorDesc input, output, bias;
+  TensorDesc input, output, bias, packed_input, packed_output;
   FilterDesc filter;
   ConvDesc conv;
   std::array<std::optional<Chosen>, kDirections> chosen;
@@ -124,21 +133,58 @@ struct Problem {
     check(cudnnSetConvolutionGroupCount(c, as_int(g.groups)), "set group count");
     check(cudnnSetConvolutionMathType(c, CUDNN_FMA_MATH), "set math type");
   }
+
+  void make_packed() {
+    if (packed_input) return;
+    packed_input = tensor_desc(key.in_dims, packed_strides(key.in_dims));
+    packed_output = tensor_desc(key.out_dims, packed_strides(key.out_dims));
+  }
+  cudnnTensorDescriptor_t in(bool packed) const { return packed ? packed_input.get() : input.get(); }
+  cudnnTensorDescriptor_t out(bool packed) const { return packed ? packed_output.get() : output.get(); }
+
+  std::string describe() const {
+    const auto dims = [](const Shape4& d, const Index4& s) {
+      return std::to_string(d[N]) + "x" + std::to_string(d[C]) + "x" + std::to_string(d[H]) + "x" +
+             std::to_string(d[W]) + " (strides " + std::to_string(s[N]) + "," + std::to_string(s[C]) + "," +
+             std::to_string(s[H]) + "," + std::to_string(s[W]) + ")";
+    };
+    const ConvGeometry& g = key.geometry;
+    return "input " + dims(key.in_dims, key.in_strides) + ", output " + dims(key.out_dims, key.out_strides) +
+           ", kernel " + std::to_string(g.kh) + "x" + std::to_string(g.kw) + ", stride " + std::to_string(g.sh) +
+           "x" + std::to_string(g.sw) + ", dilation " + std::to_string(g.dh) + "x" + std::to_string(g.dw) +
+           ", groups " + std::to_string(g.groups);
+  }
 };
 
 constexpr int kRankedAlgorithms = 8;  // more than cuDNN has in any direction
 
-// The heuristics' ranking of one direction, as plain candidates, made when first asked:
-// `get(n, &returned, perf)` calls the direction's cudnnGet*Algorithm_v7.
+// The heuristics' ranking of one direction for the in-place or the packed tensors, as plain
+// candidates: `get(n, &returned, perf, packed)` calls the direction's cudnnGet*Algorithm_v7.
 template <class Perf, class Get>
 auto ranking(Direction d, const Get& get) {
-  return [d, get] {
+  return [d, get](bool packed) {
     std::vector<Perf> ranked(kRankedAlgorithms);
     int returned = 0;
-    check(get(kRankedAlgorithms, &returned, ranked.data()), "rank algorithms");
+    check(get(kRankedAlgorithms, &returned, ranked.data(), packed), "rank algorithms");
     return candidates(d, ranked, returned);
   };
 }
+
+// A dense float buffer, grown on demand and never shrunk.
+class Scratch {
+ public:
+  float* at_least(std::size_t elements) {
+    if (elements > view_.extent(0))
+      view_ = Kokkos::View<float*, Kokkos::DefaultExecutionSpace::memory_space>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::cudnn_packed"), elements);
+    return view_.data();
+  }
+
+ private:
+  Kokkos::View<float*, Kokkos::DefaultExecutionSpace::memory_space> view_;
+};
+
+std::size_t elements(const Shape4& d) { return static_cast<std::size_t>(d[N] * d[C] * d[H] * d[W]); }
 
 class CudnnConv final : public ConvBackend {
  public:
@@ -146,48 +192,65 @@ class CudnnConv final : public ConvBackend {
 
   std::string_view name() const override { return "cudnn"; }
 
-  void forward(const ConvGeometry& g, const ConstTensor4& x, const float* weight, const float* bias,
+  void forward(const ConvGeometry& g, const ConstTensor4& x_in, const float* weight, const float* bias,
                const MutableTensor4& y) override {
+    const ConstTensor4 x = read_part(g, x_in, y.dims);
     Problem& p = problem({g, x.dims, x.strides, y.dims, y.strides});
-    run(p, kForward, ranking<cudnnConvolutionFwdAlgoPerf_t>(kForward, [&](int n, int* returned, auto* ranked) {
-          return cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.input.get(), p.filter.get(), p.conv.get(),
-                                                        p.output.get(), n, returned, ranked);
+    run(p, kForward, ranking<cudnnConvolutionFwdAlgoPerf_t>(kForward, [&](int n, int* returned, auto* ranked, bool packed) {
+          return cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.in(packed), p.filter.get(), p.conv.get(),
+                                                        p.out(packed), n, returned, ranked);
         }),
-        [&](int algo, void* ws, std::size_t bytes) {
-          return cudnnConvolutionForward(handle_, &kOne, p.input.get(), x.data, p.filter.get(), weight, p.conv.get(),
-                                         static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &kZero,
-                                         p.output.get(), y.data);
+        [&](int algo, void* ws, std::size_t bytes, bool packed) {
+          const float* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
+          float* ys = packed ? out_.at_least(elements(y.dims)) : y.data;
+          const cudnnStatus_t status =
+              cudnnConvolutionForward(handle_, &kOne, p.in(packed), xs, p.filter.get(), weight, p.conv.get(),
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &kZero, p.out(packed), ys);
+          if (status == CUDNN_STATUS_SUCCESS && packed) unpack(p.packed_output.get(), ys, p.output.get(), y.data);
+          return status;
         });
     if (bias) check(cudnnAddTensor(handle_, &kOne, p.bias.get(), bias, &kOne, p.output.get(), y.data), "add bias");
   }
 
   void backward_data(const ConvGeometry& g, const ConstTensor4& dy, const float* weight,
-                     const MutableTensor4& dx) override {
+                     const MutableTensor4& dx_in) override {
+    const MutableTensor4 dx = read_part(g, dx_in, dy.dims);
     Problem& p = problem({g, dx.dims, dx.strides, dy.dims, dy.strides});
-    run(p, kData, ranking<cudnnConvolutionBwdDataAlgoPerf_t>(kData, [&](int n, int* returned, auto* ranked) {
-          return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.filter.get(), p.output.get(), p.conv.get(),
-                                                             p.input.get(), n, returned, ranked);
+    run(p, kData, ranking<cudnnConvolutionBwdDataAlgoPerf_t>(kData, [&](int n, int* returned, auto* ranked, bool packed) {
+          return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.filter.get(), p.out(packed), p.conv.get(),
+                                                             p.in(packed), n, returned, ranked);
         }),
-        [&](int algo, void* ws, std::size_t bytes) {
-          return cudnnConvolutionBackwardData(handle_, &kOne, p.filter.get(), weight, p.output.get(), dy.data,
-                                              p.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
-                                              bytes, &kZero, p.input.get(), dx.data);
+        [&](int algo, void* ws, std::size_t bytes, bool packed) {
+          const float* dys =
+              packed ? pack(p.output.get(), dy.data, p.packed_output.get(), out_, p.key.out_dims) : dy.data;
+          float* dxs = packed ? in_.at_least(elements(dx.dims)) : dx.data;
+          const cudnnStatus_t status = cudnnConvolutionBackwardData(
+              handle_, &kOne, p.filter.get(), weight, p.out(packed), dys, p.conv.get(),
+              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &kZero, p.in(packed), dxs);
+          if (status == CUDNN_STATUS_SUCCESS && packed) unpack(p.packed_input.get(), dxs, p.input.get(), dx.data);
+          return status;
         });
+    zero_unread(dx_in, dx.dims);
   }
 
-  void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy, float* dweight,
+  void backward_weights(const ConvGeometry& g, const ConstTensor4& x_in, const ConstTensor4& dy, float* dweight,
                         float* dbias) override {
+    const ConstTensor4 x = read_part(g, x_in, dy.dims);
     Problem& p = problem({g, x.dims, x.strides, dy.dims, dy.strides});
     // beta = 1: the gradients add into Parameter::grad. NOT_SUPPORTED comes before any work,
     // so a refused candidate has added nothing.
-    run(p, kFilter, ranking<cudnnConvolutionBwdFilterAlgoPerf_t>(kFilter, [&](int n, int* returned, auto* ranked) {
-          return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.input.get(), p.output.get(), p.conv.get(),
+    run(p, kFilter,
+        ranking<cudnnConvolutionBwdFilterAlgoPerf_t>(kFilter, [&](int n, int* returned, auto* ranked, bool packed) {
+          return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.in(packed), p.out(packed), p.conv.get(),
                                                                p.filter.get(), n, returned, ranked);
         }),
-        [&](int algo, void* ws, std::size_t bytes) {
-          return cudnnConvolutionBackwardFilter(handle_, &kOne, p.input.get(), x.data, p.output.get(), dy.data,
-                                                p.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
-                                                bytes, &kOne, p.filter.get(), dweight);
+        [&](int algo, void* ws, std::size_t bytes, bool packed) {
+          const float* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
+          const float* dys =
+              packed ? pack(p.output.get(), dy.data, p.packed_output.get(), out_, p.key.out_dims) : dy.data;
+          return cudnnConvolutionBackwardFilter(handle_, &kOne, p.in(packed), xs, p.out(packed), dys, p.conv.get(),
+                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &kOne,
+                                                p.filter.get(), dweight);
         });
     if (dbias)
       check(cudnnConvolutionBackwardBias(handle_, &kOne, p.output.get(), dy.data, &kOne, p.bias.get(), dbias),
@@ -197,16 +260,60 @@ class CudnnConv final : public ConvBackend {
  private:
   static constexpr float kOne = 1.0f, kZero = 0.0f;
 
-  // Runs `call(algo, workspace, bytes)` with the problem's algorithm for direction d,
-  // choosing it on the first call (see the file comment).
+  // The leading part of an input-side tensor that the outputs read (conv_read_extent):
+  // rows and columns past it are read by no output, and cuDNN refuses some shapes that
+  // carry them.
+  template <class E>
+  static Tensor4Ref<E> read_part(const ConvGeometry& g, const Tensor4Ref<E>& t, const Shape4& out) {
+    Tensor4Ref<E> part = t;
+    part.dims = conv_read_dims(g, t.dims, out);
+    return part;
+  }
+
+  // dx's cells past the part the outputs read get zero (the backend's contract).
+  void zero_unread(const MutableTensor4& dx, const Shape4& read) {
+    if (read == dx.dims) return;
+    const auto zero = [&](Shape4 dims, std::int64_t offset) {
+      if (dims[N] * dims[C] * dims[H] * dims[W] == 0) return;
+      const TensorDesc desc = tensor_desc(dims, dx.strides);
+      check(cudnnSetTensor(handle_, desc.get(), dx.data + offset, &kZero), "zero unread input cells");
+    };
+    zero({dx.dims[N], dx.dims[C], dx.dims[H] - read[H], dx.dims[W]}, read[H] * dx.strides[H]);
+    zero({dx.dims[N], dx.dims[C], read[H], dx.dims[W] - read[W]}, read[W] * dx.strides[W]);
+  }
+
+  float* pack(cudnnTensorDescriptor_t from_desc, const float* from, cudnnTensorDescriptor_t to_desc, Scratch& to,
+              const Shape4& dims) {
+    float* dense = to.at_least(elements(dims));
+    check(cudnnTransformTensor(handle_, &kOne, from_desc, from, &kZero, to_desc, dense), "pack a window");
+    return dense;
+  }
+  void unpack(cudnnTensorDescriptor_t from_desc, const float* from, cudnnTensorDescriptor_t to_desc, float* to) {
+    check(cudnnTransformTensor(handle_, &kOne, from_desc, from, &kZero, to_desc, to), "unpack a window");
+  }
+
+  // Runs `call(algo, workspace, bytes, packed)` with the problem's algorithm for direction
+  // d, choosing it on the first call (see the file comment): the tensors in place first,
+  // then dense copies of them.
   template <class Ranking, class Call>
   void run(Problem& p, Direction d, const Ranking& ranking, const Call& call) {
     if (auto& c = p.chosen[d]) {
-      check(call(c->algo, workspace(c->memory), c->memory), kDirectionName[d]);
+      check(call(c->algo, workspace(c->memory), c->memory, c->packed), kDirectionName[d]);
       return;
     }
+    const std::vector<AlgorithmCandidate> in_place = ranking(false);
+    if (choose(p, d, in_place, false, call)) return;
+    p.make_packed();
+    const std::vector<AlgorithmCandidate> packed = ranking(true);
+    if (choose(p, d, packed, true, call)) return;
+    throw std::runtime_error("cuDNN " + no_acceptable_algorithm(packed, kConvWorkspaceCap, kDirectionName[d]) +
+                             "; in place: " + no_acceptable_algorithm(in_place, kConvWorkspaceCap, kDirectionName[d]) +
+                             "; " + p.describe());
+  }
+
+  template <class Call>
+  bool choose(Problem& p, Direction d, const std::vector<AlgorithmCandidate>& ranked, bool packed, const Call& call) {
     std::optional<int>& preferred = preferred_for(p.key.geometry)[d];
-    const std::vector<AlgorithmCandidate> ranked = ranking();
     for (const AlgorithmCandidate& candidate : acceptable_algorithms(ranked, kConvWorkspaceCap, preferred)) {
       void* ws = nullptr;
       try {
@@ -214,14 +321,17 @@ class CudnnConv final : public ConvBackend {
       } catch (const std::bad_alloc&) {
         continue;  // the next candidate may ask for less
       }
-      const cudnnStatus_t status = call(candidate.id, ws, candidate.workspace);
+      const cudnnStatus_t status = call(candidate.id, ws, candidate.workspace, packed);
       if (status == CUDNN_STATUS_NOT_SUPPORTED) continue;
       check(status, kDirectionName[d]);
-      p.chosen[d] = Chosen{candidate.id, candidate.workspace};
+      p.chosen[d] = Chosen{candidate.id, candidate.workspace, packed};
       if (!preferred) preferred = candidate.id;
-      return;
+      if (trace_)  // TESSERA_CUDNN_TRACE: which algorithm each shape runs (docs/performance.md)
+        std::fprintf(stderr, "tessera cudnn: %s algo %d%s, workspace %zu bytes: %s\n", kDirectionName[d], candidate.id,
+                     packed ? " on dense copies" : " in place", candidate.workspace, p.describe().c_str());
+      return true;
     }
-    throw std::runtime_error("cuDNN " + no_acceptable_algorithm(ranked, kConvWorkspaceCap, kDirectionName[d]));
+    return false;
   }
 
   // The algorithm each direction runs for a layer geometry, once one has run.
@@ -251,6 +361,8 @@ class CudnnConv final : public ConvBackend {
   std::vector<std::unique_ptr<Problem>> problems_;
   std::vector<std::pair<ConvGeometry, std::array<std::optional<int>, kDirections>>> preferred_;
   Kokkos::View<char*, Kokkos::DefaultExecutionSpace::memory_space> workspace_;
+  Scratch in_, out_;  // dense copies of the input-side and output-side tensors, where needed
+  bool trace_ = std::getenv("TESSERA_CUDNN_TRACE") != nullptr;
 };
 
 }  // namespace

@@ -25,17 +25,14 @@ using cudnn::tensor_desc;
 using PoolingDesc = cudnn::Owned<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 using ActivationDesc = cudnn::Owned<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
 
-// Valid pooling (no padding: library_pooling admits only windows inside the image). Max
-// propagates NaN like the Kokkos kernels; CUDNN_POOLING_MAX_DETERMINISTIC keeps backward
-// free of atomics. Without padding both average modes divide by kh*kw.
+// Valid average pooling (no padding: library_pooling admits only windows inside the
+// image), which divides by kh*kw in either average mode.
 PoolingDesc pooling_desc(const LibraryPooling& p) {
   cudnnPoolingDescriptor_t raw = nullptr;
   check(cudnnCreatePoolingDescriptor(&raw), "create pooling descriptor");
   PoolingDesc desc(raw);
-  check(cudnnSetPooling2dDescriptor(raw,
-                                    p.max ? CUDNN_POOLING_MAX_DETERMINISTIC
-                                          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
-                                    CUDNN_PROPAGATE_NAN, as_int(p.kh), as_int(p.kw), 0, 0, as_int(p.sh), as_int(p.sw)),
+  check(cudnnSetPooling2dDescriptor(raw, CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING, CUDNN_PROPAGATE_NAN,
+                                    as_int(p.kh), as_int(p.kw), 0, 0, as_int(p.sh), as_int(p.sw)),
         "set pooling descriptor");
   return desc;
 }
@@ -72,10 +69,12 @@ class CudnnPointwise final : public PointwiseLibrary {
           "pooling forward");
   }
 
-  void pool_backward(const LibraryPooling& p, const ConstTensor4& x, const ConstTensor4& y, const ConstTensor4& dy,
-                     const MutableTensor4& dx) override {
-    check(cudnnPoolingBackward(handle_.get(), pooling(p), &kOne, descs_(y), y.data, descs_(dy), dy.data, descs_(x),
-                               x.data, &kZero, descs_(dx), dx.data),
+  // Average pooling reads neither y nor x; cuDNN refuses (BAD_PARAM) a y laid out unlike dy
+  // or an x unlike dx, which the first GPU run met (a layer's dy and y may carry different
+  // halos), so dy and dx stand in for them.
+  void pool_backward(const LibraryPooling& p, const ConstTensor4& dy, const MutableTensor4& dx) override {
+    check(cudnnPoolingBackward(handle_.get(), pooling(p), &kOne, descs_(dy), dy.data, descs_(dy), dy.data, descs_(dx),
+                               dx.data, &kZero, descs_(dx), dx.data),
           "pooling backward");
   }
 

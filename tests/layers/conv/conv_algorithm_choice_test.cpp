@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "layers/conv_algorithm_choice.hpp"
+#include "layers/conv_backend.hpp"
 #include "tests/support/error_message.hpp"
 
 namespace tessera::layers {
@@ -75,4 +76,24 @@ TEST(ConvAlgorithmChoice, TensorsSpanningTwoToThe31ElementsAreRejectedUpFront) {
 }
 
 }  // namespace
+// What a library convolution is handed: the input rows and columns the outputs read. A
+// stride-2 window may carry a cell no output reads; it is cut, as is the floor of the
+// valid-convolution rule; nothing is ever grown, and empty outputs leave the input alone.
+TEST(ConvReadDims, CutsTheCellsNoOutputReadsAndNothingElse) {
+  ConvGeometry g;
+  g.kh = 5, g.kw = 3, g.sh = 2, g.sw = 1, g.dh = 1, g.dw = 2;
+  // 2 output rows read (2-1)*2+5 = 7 rows; 4 output columns read (4-1)*1+(3-1)*2+1 = 8.
+  EXPECT_EQ(conv_read_dims(g, {2, 3, 8, 8}, {2, 4, 2, 4}), (Shape4{2, 3, 7, 8}));
+  EXPECT_EQ(conv_read_dims(g, {2, 3, 7, 9}, {2, 4, 2, 4}), (Shape4{2, 3, 7, 8}));
+  for (std::int64_t in = 5; in < 40; ++in) {  // the valid rule's output count reads at most `in`
+    const std::int64_t out = g.valid_h(in);
+    const Shape4 read = conv_read_dims(g, {1, 1, in, 8}, {1, 1, out, 4});
+    EXPECT_LE(read[H], in);
+    EXPECT_GT(read[H], in - g.sh) << "cut more than the stride's remainder at " << in;
+    EXPECT_EQ(g.valid_h(read[H]), out) << "the cut changed the output count at " << in;
+  }
+  EXPECT_EQ(conv_read_dims(g, {1, 1, 3, 3}, {1, 1, 0, 0}), (Shape4{1, 1, 3, 3}));
+  EXPECT_EQ(packed_strides({2, 3, 4, 5}), (Index4{60, 20, 5, 1}));
+}
+
 }  // namespace tessera::layers

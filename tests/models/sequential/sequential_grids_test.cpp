@@ -27,6 +27,7 @@
 #include "models/training_step.hpp"
 #include "tests/support/allocation_counter.hpp"
 #include "tests/support/grid_cases.hpp"
+#include "tessera_config.hpp"
 
 namespace tessera::models {
 namespace {
@@ -296,7 +297,9 @@ TEST(SequentialOnGrids, OversizedModelIsRefusedBeforeAllocating) {
   } catch (const MemoryExceeded& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("rank 0 needs "), std::string::npos) << what;
-    EXPECT_NE(what.find("ranks on this node"), std::string::npos) << what;
+    // The share: of the node's memory on a CPU build, of the GPU's free memory on a CUDA build.
+    EXPECT_TRUE(what.find("ranks on this node") != std::string::npos || what.find("ranks on it") != std::string::npos)
+        << what;
     EXPECT_NE(what.find("largest: layer 2 (linear(out=10)) weight and its gradient 10x57600000000 (4.19 TiB)"),
               std::string::npos)
         << what;
@@ -347,7 +350,12 @@ double train_step(Sequential<float>& model, TrainingStep& step, const layers::Ow
 // none of Tessera's own. The only ones left are made inside oneDNN's
 // dnnl_primitive_execute, which builds a map of the arguments it is handed on every call;
 // no caller can avoid that map, so they are counted apart (by the library's frames on the
-// stack) and printed.
+// stack) and printed. CUDA builds count cuDNN's and cuBLAS's own apart likewise (the
+// legacy cuDNN API allocates inside every call: the first GPU run counted ~1400 a step);
+// what remains there was traced on that run to Kokkos 3.4's default CUDA instance and to
+// nvcc's wrappers of host-device lambdas (docs/performance.md, "The first GPU run").
+constexpr const char* kAllocatingLibrary = TESSERA_ENABLE_CUDA ? "libcu" : "libdnnl";
+
 TEST(SequentialOnGrids, TrainingStepAllocatesNothingAfterTheFirst) {
   struct Net {
     std::string spec;
@@ -395,7 +403,7 @@ TEST(SequentialOnGrids, TrainingStepAllocatesNothingAfterTheFirst) {
         EXPECT_TRUE(std::isfinite(first) && std::isfinite(second));
         EXPECT_NE(first, second) << "the optimizer moved nothing";
 
-        tessera::testing::HeapAllocations heap("libdnnl");
+        tessera::testing::HeapAllocations heap(kAllocatingLibrary);
         train_step(model, step, by_label, &targets);
         const tessera::testing::HeapAllocations::Counts heap_count = heap.stop();
         EXPECT_EQ(heap_count.ours, 0) << "host heap allocations outside oneDNN in a step after the first "
