@@ -147,7 +147,7 @@ class BatchNorm2d final : public Layer<T> {
           batch_norm::input_gradient<T>(xs, dys, dx.local(window), row(Row::mean), row(Row::inv_std), row(Row::k),
                                      row(Row::a), row(Row::b));
         },
-        [] {});
+        [] {}, Windowed<T>::Overwrites::every_cell);  // input_gradient assigns every cell
   }
 
   std::vector<Parameter<T>*> params() override {

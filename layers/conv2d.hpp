@@ -117,7 +117,8 @@ class Conv2d final : public Layer<T> {
           const Box window = input_window(dy.owned_box(), x.distribution().global_shape());
           conv_backward_weights<T>(*backend_, g, tensor_ref<const T>(x.local(window)),
                                    tensor_ref<const T>(dy.owned()), weight_.grad.data(), dbias);
-        });
+        },
+        Windowed<T>::Overwrites::every_cell);  // the backend writes every cell of dx (ConvBackend)
   }
 
   std::vector<Parameter<T>*> params() override {
