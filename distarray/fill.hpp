@@ -3,6 +3,13 @@
 // value, in one kernel. It replaces Kokkos::deep_copy(view, scalar) on the training step's
 // path: Kokkos 3.4 names that kernel with a literal longer than the small-string buffer,
 // which costs a heap allocation per call (distarray/kernel_label.hpp).
+//
+// Also allocation-free on CUDA, where the first GPU run traced a host allocation to each
+// KOKKOS_LAMBDA launch (nvcc's wrapper copies a host-device lambda to the heap) and another
+// to each policy built without an execution space instance (Kokkos 3.4's default Cuda()
+// allocates a shared-pointer control block): the kernels are functors, launched on one held
+// instance. Host views go a row per iteration (contiguous inner loop); device views a cell
+// per thread with w fastest, so a warp writes consecutive addresses.
 
 #include <Kokkos_Core.hpp>
 
@@ -12,23 +19,67 @@
 
 namespace tessera {
 
+namespace fill_detail {
+
+// One instance per execution space, made on first use: policies built on a copy of it
+// share its control block instead of allocating one.
+template <class Exec>
+const Exec& instance() {
+  static const Exec exec;
+  return exec;
+}
+
+template <class View>
+struct Fill1 {
+  View v;
+  typename View::non_const_value_type value;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { v(i) = value; }
+};
+
+template <class View>
+struct Fill4Rows {
+  View v;
+  typename View::non_const_value_type value;
+  std::int64_t c, h, w;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r) const {
+    const std::int64_t n = r / (c * h), ch = r % (c * h);
+    for (std::int64_t x = 0; x < w; ++x) v(n, ch / h, ch % h, x) = value;
+  }
+};
+
+template <class View>
+struct Fill4Cells {
+  View v;
+  typename View::non_const_value_type value;
+  std::int64_t c, h, w;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    const std::int64_t x = i % w, r = i / w;
+    const std::int64_t n = r / (c * h), ch = r % (c * h);
+    v(n, ch / h, ch % h, x) = value;
+  }
+};
+
+}  // namespace fill_detail
+
 template <class View>
 void fill(const View& v, typename View::non_const_value_type value) {
   using Exec = typename View::execution_space;
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+  const Exec& exec = fill_detail::instance<Exec>();
   if constexpr (View::rank == 1) {
-    Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(0, std::int64_t(v.extent(0))),
-                         KOKKOS_LAMBDA(std::int64_t i) { v(i) = value; });
+    Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(exec, 0, std::int64_t(v.extent(0))),
+                         fill_detail::Fill1<View>{v, value});
   } else {
     static_assert(View::rank == 4, "fill: 1-D or 4-D views");
     const std::int64_t c = v.extent(1), h = v.extent(2), w = v.extent(3);
     const std::int64_t rows = std::int64_t(v.extent(0)) * c * h;
     if (rows * w == 0) return;
-    // One row of w cells per iteration: the inner loop runs over contiguous memory.
-    Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(0, rows), KOKKOS_LAMBDA(std::int64_t r) {
-      const std::int64_t n = r / (c * h), ch = r % (c * h);
-      for (std::int64_t x = 0; x < w; ++x) v(n, ch / h, ch % h, x) = value;
-    });
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible)
+      Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(exec, 0, rows),
+                           fill_detail::Fill4Rows<View>{v, value, c, h, w});
+    else
+      Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(exec, 0, rows * w),
+                           fill_detail::Fill4Cells<View>{v, value, c, h, w});
   }
 }
 

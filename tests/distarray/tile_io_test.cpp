@@ -177,7 +177,9 @@ TEST(TileIo, ReadSamplesReportsTheFirstNonFiniteValueByItsFileIndex) {
           if (!std::isfinite(all[static_cast<std::size_t>((sample * 4 + h) * 5 + w)])) want = Dims{sample, 0, h, w};
         }
     ASSERT_EQ(found.has_value(), want.has_value()) << format_grid(dims);
-    if (found) EXPECT_EQ(found->index, *want) << format_grid(dims);
+    if (found) {
+      EXPECT_EQ(found->index, *want) << format_grid(dims);
+    }
     // The whole allocation: a GPU build copies to the host only contiguous views.
     auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), images.window());
     const Box a = images.window_box();
