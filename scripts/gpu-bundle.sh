@@ -41,8 +41,11 @@ mkdir -p "$stage/build" "$stage/lib" "$stage/bin"
    -type f \( -executable -o -name CTestTestfile.cmake -o -name '*.cfg' \) -print) >"$stage/files"
 (cd "$build" && tar -cf - -T "$stage/files") | tar -xf - -C "$stage/build"
 programs=()
-while read -r f; do [[ -x $build/$f ]] && file -b "$build/$f" | grep -q '^ELF' && programs+=("$build/$f"); done <"$stage/files"
-find "$stage/build" -type f -executable -exec sh -c 'file -b "$1" | grep -q "^ELF" && strip --strip-unneeded "$1"' _ {} \;
+is_elf() { [[ $(head -c 4 "$1" | od -An -c | tr -d ' ') == '177ELF' ]]; }
+while read -r f; do
+  [[ -x $build/$f ]] && is_elf "$build/$f" && programs+=("$build/$f")
+done <"$stage/files"
+for p in "${programs[@]}"; do strip --strip-unneeded "$stage/build/${p#"$build"/}"; done
 
 # MPICH's launcher (mpiexec is Hydra) and its proxy.
 mpiexec="$(readlink -f "$(command -v mpiexec)")"
