@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/loss/device_math.hpp"
 #include "layers/optim/optimizer.hpp"
@@ -46,21 +47,31 @@ struct AdamCoefficients {
   T sqrt_correction2;     // sqrt(1 - beta2^t)
 };
 
-// Free function: CUDA allows extended lambdas only outside private member functions.
+// One parameter's step, a functor (a KOKKOS_LAMBDA would be copied to the heap per launch on
+// CUDA).
+template <class T, class View>
+struct AdamStep {
+  View value, grad, exp_avg, exp_avg_sq;
+  AdamCoefficients<T> c;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    const T w = value(i) * c.shrink;
+    const T g = grad(i) + c.l2 * value(i);
+    const T m = c.beta1 * exp_avg(i) + (T(1) - c.beta1) * g;
+    const T v = c.beta2 * exp_avg_sq(i) + (T(1) - c.beta2) * g * g;
+    exp_avg(i) = m;
+    exp_avg_sq(i) = v;
+    value(i) = w - c.step_size * m / (device_math::sqrt(v) / c.sqrt_correction2 + c.eps);
+  }
+};
+
 template <class T, class View>
 void adam_update(const View& value, const View& grad, const View& exp_avg, const View& exp_avg_sq,
                  const AdamCoefficients<T> c) {
-  using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
-  Kokkos::parallel_for(
-      kernel_label("tessera::adam"), Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
-        const T w = value(i) * c.shrink;
-        const T g = grad(i) + c.l2 * value(i);
-        const T m = c.beta1 * exp_avg(i) + (T(1) - c.beta1) * g;
-        const T v = c.beta2 * exp_avg_sq(i) + (T(1) - c.beta2) * g * g;
-        exp_avg(i) = m;
-        exp_avg_sq(i) = v;
-        value(i) = w - c.step_size * m / (device_math::sqrt(v) / c.sqrt_correction2 + c.eps);
-      });
+  using Exec = typename View::execution_space;
+  using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for(kernel_label("tessera::adam"),
+                       Policy(held_instance<Exec>(), 0, static_cast<std::int64_t>(value.extent(0))),
+                       AdamStep<T, View>{value, grad, exp_avg, exp_avg_sq, c});
 }
 
 }  // namespace detail

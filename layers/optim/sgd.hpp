@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/optim/optimizer.hpp"
 
@@ -31,21 +32,30 @@ struct SgdCoefficients {
   bool first_step;  // the buffer starts as the gradient
 };
 
-// Free function: CUDA allows extended lambdas only outside private member functions.
-// `buffer` is unused (and may be empty) when momentum is 0.
+// One parameter's step, a functor (a KOKKOS_LAMBDA would be copied to the heap per launch on
+// CUDA). `buffer` is unused (and may be empty) when momentum is 0.
+template <class T, class View>
+struct SgdStep {
+  View value, grad, buffer;
+  SgdCoefficients<T> c;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    T g = grad(i) + c.weight_decay * value(i);
+    if (c.momentum != T(0)) {
+      const T b = c.first_step ? g : c.momentum * buffer(i) + (T(1) - c.dampening) * g;
+      buffer(i) = b;
+      g = c.nesterov ? g + c.momentum * b : b;
+    }
+    value(i) -= c.lr * g;
+  }
+};
+
 template <class T, class View>
 void sgd_update(const View& value, const View& grad, const View& buffer, const SgdCoefficients<T> c) {
-  using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
-  Kokkos::parallel_for(
-      kernel_label("tessera::sgd"), Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
-        T g = grad(i) + c.weight_decay * value(i);
-        if (c.momentum != T(0)) {
-          const T b = c.first_step ? g : c.momentum * buffer(i) + (T(1) - c.dampening) * g;
-          buffer(i) = b;
-          g = c.nesterov ? g + c.momentum * b : b;
-        }
-        value(i) -= c.lr * g;
-      });
+  using Exec = typename View::execution_space;
+  using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for(kernel_label("tessera::sgd"),
+                       Policy(held_instance<Exec>(), 0, static_cast<std::int64_t>(value.extent(0))),
+                       SgdStep<T, View>{value, grad, buffer, c});
 }
 
 inline std::vector<std::string> sgd_buffers(const SgdOptions& o) {
