@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "distarray/box.hpp"
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 
 namespace tessera {
@@ -110,32 +111,58 @@ constexpr Traversal default_traversal() {
              : Traversal::cells;
 }
 
+namespace detail {
+
+// The two traversals as functors, launched on a held instance (distarray/held_instance.hpp):
+// on CUDA a KOKKOS_LAMBDA is copied to the heap each time its enclosing function runs, and a
+// policy built without an instance allocates, so a halo exchange made per step would.
+template <class Segments, class Op>
+struct PlaneTraversal {
+  Segments segments;
+  std::int64_t sn, sc, sh;
+  Op op;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t plane) const {
+    const Segment& s = segments(find_segment<true>(segments, plane));
+    const std::int64_t p = plane - s.first_plane, eh = s.extent[H], ew = s.extent[W];
+    std::int64_t x = s.window_offset + (p / s.extent[C]) * sn + (p % s.extent[C]) * sc;
+    std::int64_t b = s.buffer_offset + p * eh * ew;
+    for (std::int64_t h = 0; h < eh; ++h, x += sh, b += ew)
+      for (std::int64_t w = 0; w < ew; ++w) op(x + w, b + w);
+  }
+};
+
+template <class Segments, class Op>
+struct CellTraversal {
+  Segments segments;
+  std::int64_t sn, sc, sh;
+  Op op;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t cell) const {
+    const Segment& s = segments(find_segment<false>(segments, cell));
+    const std::int64_t i = cell - s.first_cell;
+    const std::int64_t w = i % s.extent[W], r = i / s.extent[W];
+    const std::int64_t h = r % s.extent[H], nc = r / s.extent[H];
+    op(s.window_offset + (nc / s.extent[C]) * sn + (nc % s.extent[C]) * sc + h * sh + w, s.buffer_offset + i);
+  }
+};
+
+}  // namespace detail
+
 // Calls op(window_index, buffer_index) once for every cell of every segment, in one kernel.
 // Tests force either traversal on the host, so the GPU's index arithmetic runs in CPU CI.
 template <class ExecSpace, Traversal traversal = default_traversal<ExecSpace>(), class MemorySpace, class Op>
 void for_each_cell(const char* label, const SegmentTable<MemorySpace>& table, const Op& op) {
   if (table.cells == 0) return;
-  const auto segments = table.segments;
-  const std::int64_t sn = table.stride_n, sc = table.stride_c, sh = table.stride_h;
   using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
-  if constexpr (traversal == Traversal::planes) {
-    Kokkos::parallel_for(kernel_label(label), Policy(0, table.planes), KOKKOS_LAMBDA(const std::int64_t plane) {
-      const Segment& s = segments(detail::find_segment<true>(segments, plane));
-      const std::int64_t p = plane - s.first_plane, eh = s.extent[H], ew = s.extent[W];
-      std::int64_t x = s.window_offset + (p / s.extent[C]) * sn + (p % s.extent[C]) * sc;
-      std::int64_t b = s.buffer_offset + p * eh * ew;
-      for (std::int64_t h = 0; h < eh; ++h, x += sh, b += ew)
-        for (std::int64_t w = 0; w < ew; ++w) op(x + w, b + w);
-    });
-  } else {
-    Kokkos::parallel_for(kernel_label(label), Policy(0, table.cells), KOKKOS_LAMBDA(const std::int64_t cell) {
-      const Segment& s = segments(detail::find_segment<false>(segments, cell));
-      const std::int64_t i = cell - s.first_cell;
-      const std::int64_t w = i % s.extent[W], r = i / s.extent[W];
-      const std::int64_t h = r % s.extent[H], nc = r / s.extent[H];
-      op(s.window_offset + (nc / s.extent[C]) * sn + (nc % s.extent[C]) * sc + h * sh + w, s.buffer_offset + i);
-    });
-  }
+  using Segments = decltype(table.segments);
+  const ExecSpace& exec = held_instance<ExecSpace>();
+  if constexpr (traversal == Traversal::planes)
+    Kokkos::parallel_for(kernel_label(label), Policy(exec, 0, table.planes),
+                         detail::PlaneTraversal<Segments, Op>{table.segments, table.stride_n, table.stride_c,
+                                                              table.stride_h, op});
+  else
+    Kokkos::parallel_for(kernel_label(label), Policy(exec, 0, table.cells),
+                         detail::CellTraversal<Segments, Op>{table.segments, table.stride_n, table.stride_c,
+                                                             table.stride_h, op});
 }
 
 namespace detail {
@@ -179,24 +206,40 @@ void check_views(const SegmentTable<MemorySpace>& table, const Window& window, c
 // execution space: fence before the buffer (or window) leaves Kokkos. Raw pointers keep
 // the kernels free of View reference counting; the Views outlive the fenced kernels.
 
+namespace detail {
+
+template <class T>
+struct CopyToBuffer {
+  const T* win;
+  T* buf;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t x, std::int64_t b) const { buf[b] = win[x]; }
+};
+
+template <class T>
+struct CopyToWindow {
+  T* win;
+  const T* buf;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t x, std::int64_t b) const { win[x] = buf[b]; }
+};
+
+}  // namespace detail
+
 // Copies the cells of every box in `table` out of `window` into their places in `buffer`.
 template <class MemorySpace, class Window, class Buffer>
 void pack(const SegmentTable<MemorySpace>& table, const Window& window, const Buffer& buffer) {
   detail::check_views(table, window, buffer, "pack");
-  const auto* const win = window.data();
-  auto* const buf = buffer.data();
-  for_each_cell<typename MemorySpace::execution_space>(
-      "tessera::pack", table, KOKKOS_LAMBDA(std::int64_t x, std::int64_t b) { buf[b] = win[x]; });
+  using T = typename Buffer::non_const_value_type;
+  for_each_cell<typename MemorySpace::execution_space>("tessera::pack", table,
+                                                       detail::CopyToBuffer<T>{window.data(), buffer.data()});
 }
 
 // The inverse of pack: writes every box of `table` from `buffer` into `window`.
 template <class MemorySpace, class Window, class Buffer>
 void unpack(const SegmentTable<MemorySpace>& table, const Window& window, const Buffer& buffer) {
   detail::check_views(table, window, buffer, "unpack");
-  auto* const win = window.data();
-  const auto* const buf = buffer.data();
-  for_each_cell<typename MemorySpace::execution_space>(
-      "tessera::unpack", table, KOKKOS_LAMBDA(std::int64_t x, std::int64_t b) { win[x] = buf[b]; });
+  using T = typename Window::non_const_value_type;
+  for_each_cell<typename MemorySpace::execution_space>("tessera::unpack", table,
+                                                       detail::CopyToWindow<T>{window.data(), buffer.data()});
 }
 
 }  // namespace tessera

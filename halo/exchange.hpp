@@ -90,7 +90,9 @@ class Exchange {
       pack_and_clear(outgoing_, window_, send_buffer_);
       set_cells(boundary_cells_, window_, T(0));
     }
-    fence_checked(execution_space());  // the transport reads the buffer outside Kokkos
+    // A transport that reads the buffer outside Kokkos needs the pack finished; one ordered
+    // on the device (NCCL) waits for it on its stream instead.
+    if (!transport_->ordered_on_device()) fence_checked(execution_space());
     transport_->post_sends(reinterpret_cast<const std::byte*>(send_buffer_.data()), send_envelopes_);
   }
 
@@ -105,7 +107,10 @@ class Exchange {
       if (mode_ == Mode::fill) unpack(group, window_, receive_buffer_);
       else unpack_add(group, window_, receive_buffer_);
     }
-    fence_checked(execution_space());
+    // The next start() posts receives into the same buffer: a host transport must not
+    // before the unpack has read it. A device-ordered one posts them on its stream after
+    // everything given to the execution space so far, the unpack included.
+    if (!transport_->ordered_on_device()) fence_checked(execution_space());
   }
 
   // start() and finish() with nothing in between.

@@ -66,18 +66,43 @@ inline std::vector<std::vector<BoxInBuffer>> disjoint_groups(const std::vector<B
 // Accumulate's cell operations and the boundary fill, on the engine's tables; like pack and
 // unpack they check the views and do not fence.
 
+namespace detail {
+
+template <class T>
+struct PackAndClear {
+  T* win;
+  T* buf;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t x, std::int64_t b) const {
+    buf[b] = win[x];
+    win[x] = T(0);
+  }
+};
+
+template <class T>
+struct UnpackAdd {
+  T* win;
+  const T* buf;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t x, std::int64_t b) const {
+    win[x] = T(Compute<T>(win[x]) + Compute<T>(buf[b]));
+  }
+};
+
+template <class T>
+struct SetCell {
+  T* win;
+  T value;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t x, std::int64_t) const { win[x] = value; }
+};
+
+}  // namespace detail
+
 // Accumulate's send side: the contribution leaves the window, so the cell is cleared.
 template <class T, class MemorySpace>
 void pack_and_clear(const SegmentTable<MemorySpace>& table, const WindowView<T, MemorySpace>& window,
                     const BufferView<T, MemorySpace>& buffer) {
   tessera::detail::check_views(table, window, buffer, "pack_and_clear");
-  T* const win = window.data();
-  T* const buf = buffer.data();
-  for_each_cell<typename MemorySpace::execution_space>(
-      "tessera::halo::pack_and_clear", table, KOKKOS_LAMBDA(std::int64_t x, std::int64_t b) {
-        buf[b] = win[x];
-        win[x] = T(0);
-      });
+  for_each_cell<typename MemorySpace::execution_space>("tessera::halo::pack_and_clear", table,
+                                                       detail::PackAndClear<T>{window.data(), buffer.data()});
 }
 
 // The boxes of `table` must be pairwise disjoint (see disjoint_groups). The sum is taken in
@@ -86,20 +111,15 @@ template <class T, class MemorySpace>
 void unpack_add(const SegmentTable<MemorySpace>& table, const WindowView<T, MemorySpace>& window,
                 const BufferView<T, MemorySpace>& buffer) {
   tessera::detail::check_views(table, window, buffer, "unpack_add");
-  T* const win = window.data();
-  const T* const buf = buffer.data();
-  for_each_cell<typename MemorySpace::execution_space>(
-      "tessera::halo::unpack_add", table, KOKKOS_LAMBDA(std::int64_t x, std::int64_t b) {
-        win[x] = T(Compute<T>(win[x]) + Compute<T>(buf[b]));
-      });
+  for_each_cell<typename MemorySpace::execution_space>("tessera::halo::unpack_add", table,
+                                                       detail::UnpackAdd<T>{window.data(), buffer.data()});
 }
 
 template <class T, class MemorySpace>
 void set_cells(const SegmentTable<MemorySpace>& table, const WindowView<T, MemorySpace>& window, T value) {
   tessera::detail::check_window(table, window, "set_cells");
-  T* const win = window.data();
-  for_each_cell<typename MemorySpace::execution_space>(
-      "tessera::halo::set_cells", table, KOKKOS_LAMBDA(std::int64_t x, std::int64_t) { win[x] = value; });
+  for_each_cell<typename MemorySpace::execution_space>("tessera::halo::set_cells", table,
+                                                       detail::SetCell<T>{window.data(), value});
 }
 
 }  // namespace tessera::halo

@@ -46,6 +46,12 @@ class Transport {
   virtual void post_sends(const std::byte* buffer, std::span<const Envelope> messages) = 0;
   // finish(): every posted receive has landed and the send buffer may be written again.
   virtual void wait() = 0;
+  // True when the transport orders its device work by stream dependencies: post_sends runs
+  // after the kernels already given to the execution space (the pack), and the kernels
+  // given after wait() run after the receives landed. Then the exchange does not make the
+  // host wait for the device. False: the buffers must be complete before post_sends and
+  // wait() returns with the bytes in place (the host reads or hands them to MPI).
+  virtual bool ordered_on_device() const { return false; }
 };
 
 }  // namespace tessera::halo

@@ -1,7 +1,11 @@
 #include "halo/transport_nccl.hpp"
 
+#include <Kokkos_Core.hpp>
+
 #include <stdexcept>
 #include <string>
+
+#include "distarray/held_instance.hpp"
 
 namespace tessera::halo {
 namespace {
@@ -47,10 +51,15 @@ SharedComm shared_nccl_comm(MPI_Comm comm) {
   return shared;
 }
 
-Nccl::Nccl(MPI_Comm comm) : comm_(shared_nccl_comm(comm)) {}
+Nccl::Nccl(MPI_Comm comm) : comm_(shared_nccl_comm(comm)) {
+  check_cuda(cudaEventCreateWithFlags(&packed_, cudaEventDisableTiming), "cudaEventCreate");
+  check_cuda(cudaEventCreateWithFlags(&received_, cudaEventDisableTiming), "cudaEventCreate");
+}
 
 Nccl::~Nccl() {
-  if (launched_) cudaStreamSynchronize(stream_.get());
+  cudaStreamSynchronize(stream_.get());  // wait() leaves the device work in flight
+  cudaEventDestroy(packed_);
+  cudaEventDestroy(received_);
 }
 
 void Nccl::post_receives(std::byte* buffer, std::span<const Envelope> messages) {
@@ -59,6 +68,9 @@ void Nccl::post_receives(std::byte* buffer, std::span<const Envelope> messages) 
 }
 
 void Nccl::post_sends(const std::byte* buffer, std::span<const Envelope> messages) {
+  // After the pack (and the previous exchange's unpack), on the device: no host fence.
+  check_cuda(cudaEventRecord(packed_, held_instance<Kokkos::Cuda>().cuda_stream()), "cudaEventRecord(packed)");
+  check_cuda(cudaStreamWaitEvent(stream_.get(), packed_, 0), "cudaStreamWaitEvent(packed)");
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   for (const Envelope& m : receives_)
     check_nccl(ncclRecv(receive_buffer_ + m.offset, m.bytes, ncclUint8, m.peer, comm_.get(), stream_.get()), "ncclRecv");
@@ -69,7 +81,12 @@ void Nccl::post_sends(const std::byte* buffer, std::span<const Envelope> message
 }
 
 void Nccl::wait() {
-  stream_.synchronize();
+  // Later kernels on the execution space's stream (the unpack) start after the receives.
+  if (launched_) {
+    check_cuda(cudaEventRecord(received_, stream_.get()), "cudaEventRecord(received)");
+    check_cuda(cudaStreamWaitEvent(held_instance<Kokkos::Cuda>().cuda_stream(), received_, 0),
+               "cudaStreamWaitEvent(received)");
+  }
   launched_ = false;
   receives_.clear();
 }

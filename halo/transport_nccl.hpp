@@ -37,10 +37,15 @@ class Nccl final : public Transport {
   void post_receives(std::byte* buffer, std::span<const Envelope> messages) override;
   void post_sends(const std::byte* buffer, std::span<const Envelope> messages) override;
   void wait() override;
+  // Stream dependencies (events) order NCCL after the pack kernels and the unpack kernels
+  // after NCCL: the host never waits for the device in an exchange.
+  bool ordered_on_device() const override { return true; }
 
  private:
   std::shared_ptr<ncclComm> comm_;  // ncclComm_t is ncclComm*
   OwnStream stream_;
+  cudaEvent_t packed_ = nullptr;    // on the execution space's stream, before the sends
+  cudaEvent_t received_ = nullptr;  // on stream_, after the receives
   std::byte* receive_buffer_ = nullptr;
   std::vector<Envelope> receives_;
   bool launched_ = false;

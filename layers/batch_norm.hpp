@@ -129,7 +129,7 @@ class BatchNorm2d final : public Layer<T> {
           const auto xs = s.x.local(window), dys = dy.local(window);
           batch_norm::channel_sums(
               batch_norm::GradientMoments<T>{rows_of(xs), rows_of(dys), row(Row::mean), row(Row::inv_std)},
-              extents_of(xs), work_.sums);
+              extents_of(xs), work_.sums, work_.scratch);
           if (weight_) batch_norm::add_sums_to(weight_->grad, work_.sums, 1);  // sum dy * xhat
           if (bias_) batch_norm::add_sums_to(bias_->grad, work_.sums, 0);      // sum dy
           const auto& h = work_.host;
@@ -183,6 +183,7 @@ class BatchNorm2d final : public Layer<T> {
     batch_norm::ChannelTable<F> device;
     typename batch_norm::ChannelTable<F>::HostMirror host;
     batch_norm::ChannelTable<double> sums;
+    batch_norm::ChannelSumsScratch scratch;  // the device passes' partial sums
     Kokkos::View<double*, Kokkos::HostSpace> host_sums;
   };
 
@@ -202,7 +203,7 @@ class BatchNorm2d final : public Layer<T> {
   template <class X>
   void batch_statistics(const ProcessGrid& grid, const X& xs) {
     const CellExtents e = extents_of(xs);
-    batch_norm::channel_sums(batch_norm::Moments<T>{rows_of(xs)}, e, work_.sums);
+    batch_norm::channel_sums(batch_norm::Moments<T>{rows_of(xs)}, e, work_.sums, work_.scratch);
     work_.host_sums(2 * channels_) = static_cast<double>(e.n * e.h * e.w);  // the count rides in the same message
     take_sums(2 * channels_ + 1, grid);
     const auto sums = work_.host_sums;

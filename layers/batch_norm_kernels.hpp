@@ -16,6 +16,7 @@
 
 #include "distarray/bf16.hpp"
 #include "distarray/fill.hpp"
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/cell_loop.hpp"
 
@@ -35,8 +36,11 @@ using ChannelTable = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::DefaultExecu
 // Host: one parallel reduction over the (n, c) planes into all 2C sums at once, so every
 // thread has work whatever C is; each row is summed in T by the vectorised row loop, the
 // rows in double (a row's rounding error is that of ~W/8 additions in T, the sum over rows
-// that of double). CUDA: one team per channel, a reduction over its cells flattened with w
-// fastest (consecutive threads read consecutive addresses), in double.
+// that of double). CUDA: two passes, so that a few channels still fill the GPU: first one
+// team per (channel, block of kBlockCells cells), reducing its cells flattened with w
+// fastest (consecutive threads read consecutive addresses) into a partial sum in double;
+// then one thread per sum adds its channel's partials in block order. Fixed blocks and a
+// fixed order keep the result the same from run to run (no atomics).
 namespace detail {
 
 template <class Op>
@@ -67,43 +71,97 @@ struct HostChannelSums {
   }
 };
 
-template <class Op>
-struct DeviceChannelSums {
-  using Team = Kokkos::TeamPolicy<>::member_type;
+// Cells of one channel per team of the first device pass.
+constexpr std::int64_t kBlockCells = 4096;
+
+template <class Exec>
+using PartialSums = Kokkos::View<double***, Kokkos::LayoutRight, typename Exec::memory_space>;  // (2, C, blocks)
+
+template <class Exec, class Op>
+struct BlockChannelSums {
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   Op op;
   std::int64_t height, width;
   std::int64_t per_channel;
-  ChannelTable<double> sums;
+  std::int64_t blocks;
+  PartialSums<Exec> partial;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const std::int64_t c = team.league_rank();
+    const std::int64_t c = team.league_rank() / blocks, b = team.league_rank() % blocks;
+    const std::int64_t lo = b * kBlockCells;
+    const std::int64_t count = (per_channel - lo < kBlockCells ? per_channel - lo : kBlockCells);
     const std::int64_t plane = height * width;
     double first = 0, second = 0;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, per_channel),
-        [&](const std::int64_t i, double& s) {
+        Kokkos::TeamThreadRange(team, count),
+        [&](const std::int64_t j, double& s) {
+          const std::int64_t i = lo + j;
           s += static_cast<double>(op(i / plane, c, (i / width) % height)(i % width).first);
         },
         first);
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, per_channel),
-        [&](const std::int64_t i, double& s) {
+        Kokkos::TeamThreadRange(team, count),
+        [&](const std::int64_t j, double& s) {
+          const std::int64_t i = lo + j;
           s += static_cast<double>(op(i / plane, c, (i / width) % height)(i % width).second);
         },
         second);
     Kokkos::single(Kokkos::PerTeam(team), [&] {
-      sums(0, c) = first;
-      sums(1, c) = second;
+      partial(0, c, b) = first;
+      partial(1, c, b) = second;
     });
+  }
+};
+
+template <class Exec, class Table>
+struct FoldBlocks {
+  PartialSums<Exec> partial;
+  Table sums;
+  std::int64_t channels, blocks;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    const std::int64_t which = i / channels, c = i % channels;
+    double s = 0;
+    for (std::int64_t b = 0; b < blocks; ++b) s += partial(which, c, b);
+    sums(which, c) = s;
   }
 };
 
 }  // namespace detail
 
+// The device passes on any execution space (tests run them on the host): sums (2, C) from
+// op over extents e; `partial` is grown to (2, C, blocks) when smaller, never shrunk.
+template <class Exec, class Op, class Table>
+void blocked_channel_sums(const Op& op, const CellExtents& e, const Table& sums, detail::PartialSums<Exec>& partial) {
+  const std::int64_t channels = static_cast<std::int64_t>(sums.extent(1));
+  const std::int64_t per_channel = e.n * e.h * e.w;
+  const std::int64_t blocks = per_channel == 0 ? 1 : (per_channel + detail::kBlockCells - 1) / detail::kBlockCells;
+  const auto had_channels = static_cast<std::int64_t>(partial.extent(1)), had_blocks = static_cast<std::int64_t>(partial.extent(2));
+  if (had_channels < channels || had_blocks < blocks)  // grows to cover every call so far
+    partial = detail::PartialSums<Exec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::batch_norm::partial"), 2,
+                                        static_cast<std::size_t>(had_channels > channels ? had_channels : channels),
+                                        static_cast<std::size_t>(had_blocks > blocks ? had_blocks : blocks));
+  const Exec& exec = held_instance<Exec>();
+  if (channels == 0) return;
+  Kokkos::parallel_for(kernel_label("tessera::batch_norm::block_sums"),
+                       Kokkos::TeamPolicy<Exec>(exec, static_cast<int>(channels * blocks), Kokkos::AUTO),
+                       detail::BlockChannelSums<Exec, Op>{op, e.h, e.w, per_channel, blocks, partial});
+  Kokkos::parallel_for(kernel_label("tessera::batch_norm::fold_blocks"),
+                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, 2 * channels),
+                       detail::FoldBlocks<Exec, Table>{partial, sums, channels, blocks});
+}
+
+namespace detail {
+
+}  // namespace detail
+
+// Scratch of the device passes (empty on the host), kept by the caller between calls.
+using ChannelSumsScratch = detail::PartialSums<Kokkos::DefaultExecutionSpace>;
+
 template <class Op>
-void channel_sums(const Op& op, const CellExtents& e, const ChannelTable<double>& sums) {
+void channel_sums(const Op& op, const CellExtents& e, const ChannelTable<double>& sums, ChannelSumsScratch& scratch) {
   const std::int64_t channels = static_cast<std::int64_t>(sums.extent(1));
   if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
+    (void)scratch;
     const Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums.data(),
                                                                                                  2 * channels);
     if (e.n * e.c == 0) {
@@ -115,19 +173,33 @@ void channel_sums(const Op& op, const CellExtents& e, const ChannelTable<double>
                             detail::HostChannelSums<Op>{static_cast<std::size_t>(2 * channels), op, e.c, e.h, e.w},
                             result);
   } else {
-    Kokkos::parallel_for(kernel_label("tessera::batch_norm::channel_sums"),
-                         Kokkos::TeamPolicy<>(static_cast<int>(channels), Kokkos::AUTO),
-                         detail::DeviceChannelSums<Op>{op, e.h, e.w, e.n * e.h * e.w, sums});
+    blocked_channel_sums<Kokkos::DefaultExecutionSpace>(op, e, sums, scratch);
   }
 }
 
-// grad(c) += sums(row, c) in grad's type: a tile's dgamma or dbeta, added where the gradient lives.
+namespace detail {
+
+template <class Grad>
+struct AddSumsTo {
+  Grad grad;
+  ChannelTable<double> sums;
+  int row;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t c) const {
+    grad(c) += static_cast<typename Grad::non_const_value_type>(sums(row, c));
+  }
+};
+
+}  // namespace detail
+
+// grad(c) += sums(row, c) in grad's type: a tile's dgamma or dbeta, added where the gradient
+// lives. A functor on the held instance: nothing allocated per call on CUDA.
 template <class Grad>
 void add_sums_to(const Grad& grad, const ChannelTable<double>& sums, int row) {
-  using T = typename Grad::non_const_value_type;
-  Kokkos::parallel_for(
-      kernel_label("tessera::batch_norm::add_to_grad"), Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, grad.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t c) { grad(c) += static_cast<T>(sums(row, c)); });
+  using Exec = Kokkos::DefaultExecutionSpace;
+  Kokkos::parallel_for(kernel_label("tessera::batch_norm::add_to_grad"),
+                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(held_instance<Exec>(), 0,
+                                                                                  grad.extent(0)),
+                       detail::AddSumsTo<Grad>{grad, sums, row});
 }
 
 // Forward statistics: sum x and sum x^2.

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "distarray/held_instance.hpp"
 #include "halo/cuda_check.hpp"
 #include "halo/transport_factory.hpp"
 #include "halo/transport_nccl.hpp"
@@ -124,7 +125,7 @@ void NcclSums::start(std::size_t slot, void* data, std::size_t count, bool f64, 
   if (comm == nullptr) throw std::logic_error("collectives: no NCCL communicator for a group of one rank");
   const cudaStream_t stream = grid_->stream.get();
   // After what the execution space has been given (the kernels that wrote `data`).
-  check_cuda(cudaEventRecord(grid_->ready, Kokkos::DefaultExecutionSpace().cuda_stream()), "cudaEventRecord(ready)");
+  check_cuda(cudaEventRecord(grid_->ready, held_instance<Kokkos::DefaultExecutionSpace>().cuda_stream()), "cudaEventRecord(ready)");
   check_cuda(cudaStreamWaitEvent(stream, grid_->ready, 0), "cudaStreamWaitEvent");
   check_nccl(ncclAllReduce(data, data, count, f64 ? ncclFloat64 : ncclFloat32, ncclSum, comm, stream), "ncclAllReduce");
   check_cuda(cudaEventRecord(done_[slot], stream), "cudaEventRecord(done)");

@@ -222,31 +222,48 @@ void normalize(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, co
 // With d = max(mu, sigma, floor) and dd = d(loss)/d(d) = -sum over c of dy * v / d^2 at
 // every owned (h, w): grad(n, h, w) = dd where sigma wins (else 0), dmu(n) = the sum of dd
 // where mu wins (this rank's part; summed over the spatial group by the caller).
+// One team per sample. A functor of pointers and strides: the views of six arrays put the
+// kernel's arguments over CUDA's by-value limit (launch_size.hpp), which the binary check
+// (scripts/check-kernel-launches.sh) found.
+template <class XCells, class DyCells>
+struct DivisorGradient {
+  XCells x;
+  DyCells dy;
+  AtPlane<Acc> mean, sigma, grad;
+  const Acc* mu;
+  Acc* dmu;
+  Region owned;
+  Int channels;
+  Acc floor;
+  KOKKOS_INLINE_FUNCTION void operator()(const Team::member_type& team) const {
+    const Int n = team.league_rank(), cols = owned.cols();
+    Acc total = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, owned.rows() * cols),
+        [&](const Int i, Acc& s) {
+          const Int h = owned.h0 + i / cols, w = owned.w0 + i % cols;
+          const Winner wins = winner(mu[n], sigma(n, h, w), floor);
+          const Acc d = divisor(mu[n], sigma(n, h, w), floor);
+          Acc dot = 0;
+          for (Int c = 0; c < channels; ++c) dot += Acc(dy(n, c, h, w)) * (Acc(x(n, c, h, w)) - mean(n, h, w));
+          const Acc dd = -dot / (d * d);
+          grad(n, h, w) = wins == Winner::sigma ? dd : 0.0;
+          if (wins == Winner::mean) s += dd;
+        },
+        total);
+    Kokkos::single(Kokkos::PerTeam(team), [&] { dmu[n] = total; });
+  }
+};
+
 template <class X, class Dy>
 void divisor_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Samples& mu,
                       const At<Dy>& dy, const At<Plane>& grad, const Samples& dmu, const Region& owned,
                       Int channels, Acc floor) {
-  const Int cols = owned.cols();
-  Kokkos::parallel_for(
-      kernel_label("tessera::lcn::divisor_gradient"), Team(Int(dmu.extent(0)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Team::member_type& team) {
-        const Int n = team.league_rank();
-        Acc total = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, owned.rows() * cols),
-            [&](const Int i, Acc& s) {
-              const Int h = owned.h0 + i / cols, w = owned.w0 + i % cols;
-              const Winner wins = winner(mu(n), sigma(n, h, w), floor);
-              const Acc d = divisor(mu(n), sigma(n, h, w), floor);
-              Acc dot = 0;
-              for (Int c = 0; c < channels; ++c) dot += Acc(dy(n, c, h, w)) * (Acc(x(n, c, h, w)) - mean(n, h, w));
-              const Acc dd = -dot / (d * d);
-              grad(n, h, w) = wins == Winner::sigma ? dd : 0.0;
-              if (wins == Winner::mean) s += dd;
-            },
-            total);
-        Kokkos::single(Kokkos::PerTeam(team), [&] { dmu(n) = total; });
-      });
+  using Functor = DivisorGradient<decltype(cells_of(x)), decltype(cells_of(dy))>;
+  static_assert(launches_by_value<Functor, Team>, "lcn divisor_gradient: kernel arguments over CUDA's by-value limit");
+  Kokkos::parallel_for(kernel_label("tessera::lcn::divisor_gradient"), Team(Int(dmu.extent(0)), Kokkos::AUTO),
+                       Functor{cells_of(x), cells_of(dy), plane_of(mean), plane_of(sigma), plane_of(grad), mu.data(),
+                               dmu.data(), owned, channels, floor});
 }
 
 // grad(n, h, w) <- d(loss)/d(sigma^2) / norm(h, w), from d(loss)/d(sigma) = grad + dmu(n) *

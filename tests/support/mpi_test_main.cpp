@@ -2,7 +2,8 @@
 // the whole run and makes the ranks agree: after each test the ranks exchange their
 // verdicts, rank 0 names the ranks on which it failed, and the process exits non-zero on
 // every rank if the test failed on any rank. Only rank 0 prints the usual progress; the
-// other ranks print their failures, prefixed with their rank.
+// other ranks print their failures, prefixed with their rank. A crash prints where it
+// happened, and from where a jump to a bad address came (tests/support/crash_report.hpp).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "distarray/runtime.hpp"
+#include "tests/support/crash_report.hpp"
 
 namespace {
 
@@ -65,6 +67,7 @@ class RankAgreement : public testing::EmptyTestEventListener {
 int main(int argc, char** argv) {
   tessera::Runtime runtime(argc, argv);
   testing::InitGoogleTest(&argc, argv);
+  tessera::testing::install_crash_report(runtime.rank());  // after MPI's and Kokkos's own
 
   auto& listeners = testing::UnitTest::GetInstance()->listeners();
   if (runtime.rank() != 0) {

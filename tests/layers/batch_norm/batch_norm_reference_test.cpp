@@ -1,6 +1,7 @@
 // BatchNorm2d in one process (a 1x1x1 grid on MPI_COMM_SELF): forward and backward against
 // the double reference on odd sizes, running statistics and evaluation mode, finite
-// differences in double, options and configuration errors.
+// differences in double, options and configuration errors; the GPU's two-pass channel sums
+// run on the host against a plain double sum.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -107,6 +108,37 @@ TEST(BatchNormOptions, DefaultsAndRoundTrip) {
   EXPECT_FALSE(q.affine);
   EXPECT_EQ(q.stats, StatsGroup::all);
   EXPECT_TRUE(BatchNorm2d<float>(p, 4).params().empty());
+}
+
+// The device path's blocked sums (blocks of detail::kBlockCells cells per channel, then the
+// blocks added in order) on the host execution space: against a sum in double for channel
+// sizes below, at and across block boundaries, and again after the scratch has grown.
+TEST(BatchNormChannelSums, BlockedDevicePassesEqualADoubleSum) {
+  using Exec = Kokkos::DefaultHostExecutionSpace;
+  batch_norm::detail::PartialSums<Exec> scratch;
+  const std::int64_t block = batch_norm::detail::kBlockCells;
+  for (const Shape4 shape : {Shape4{1, 3, 1, 1}, Shape4{2, 3, 5, 7}, Shape4{1, 2, 64, block / 64},
+                             Shape4{3, 2, 41, 67}, Shape4{2, 5, 3, 11}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    const HostArray<double> x = random_array(shape, 17, /*offset=*/0.5);
+    Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace> v("x", shape[N], shape[C], shape[H], shape[W]);
+    for (std::size_t i = 0; i < x.size(); ++i) v.data()[i] = static_cast<float>(x.data()[i]);
+    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> sums("sums", 2, shape[C]);
+    batch_norm::blocked_channel_sums<Exec>(batch_norm::Moments<float>{rows_of(v)}, extents_of(v), sums, scratch);
+    Kokkos::fence();
+    for (std::int64_t c = 0; c < shape[C]; ++c) {
+      double first = 0, second = 0;
+      for (std::int64_t n = 0; n < shape[N]; ++n)
+        for (std::int64_t h = 0; h < shape[H]; ++h)
+          for (std::int64_t w = 0; w < shape[W]; ++w) {
+            const double value = v(n, c, h, w);
+            first += value, second += double(float(value * value));
+          }
+      EXPECT_NEAR(sums(0, c), first, 1e-9 * (1 + std::abs(first))) << "channel " << c;
+      EXPECT_NEAR(sums(1, c), second, 1e-9 * (1 + std::abs(second))) << "channel " << c;
+    }
+  }
+  EXPECT_GE(static_cast<std::int64_t>(scratch.extent(2)), 3);  // grown for the 41x67x3 case
 }
 
 TEST(BatchNormOptions, BadConfigurationsAreClearErrors) {
