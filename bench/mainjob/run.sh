@@ -47,14 +47,7 @@ if [[ ! -f $source_dir/train-images-idx3-ubyte.gz || ! -f $source_dir/train-labe
   exit 77
 fi
 
-# The demo's settings (the key = value lines of the config scripts/demo.sh writes).
-demo_setting() {
-  local value
-  value="$(awk -v key="$1" '/<<CONFIG$/ { on = 1; next } /^CONFIG$/ { on = 0 }
-                            on && $1 == key && $2 == "=" { print $3; exit }' "$TESSERA_ROOT/scripts/demo.sh")"
-  [[ -n $value ]] || die "scripts/demo.sh sets no '$1'"
-  printf '%s\n' "$value"
-}
+# The demo's settings (scripts/lib/common.sh's demo_setting: the config scripts/demo.sh writes).
 model="$(demo_setting model)"
 optimizer="$(demo_setting optimizer)"
 lr="$(demo_setting lr)"
