@@ -24,14 +24,23 @@
 #            unset (Tessera picks the threads per rank)
 # The PyTorch run follows the first Tessera run (it needs that run's model description).
 #
+# PRECISION (fp32, bf16 or both): fp32 (the default) is the table above. bf16 runs every
+# Tessera run with tessera-train --precision bf16 and PyTorch under torch.autocast("cpu",
+# dtype=torch.bfloat16) (torch_mainjob.py --autocast bf16); both runs each of them in fp32
+# and then in bf16, one right after the other, and adds a table of each run's bf16 step
+# beside its fp32 step and beside PyTorch's bf16 step. The results file is then
+# mainjob-bf16-cpu-<date>.md. On a CPU without AVX512-BF16 or AMX Tessera's bf16 is emulated
+# (converted to fp32 around every oneDNN call: slower than fp32); the file says so.
+#
 # Data: the demo's HDF5 files (BUILD_DIR/data/fashion-mnist, made with tessera-data when
 # missing, as the demo does) for Tessera; PyTorch reads the IDX files they are made from
 # (SOURCE), the same images and labels.
 #
 # Environment: STEPS (60), SKIP (10), THREADS (2), BATCH (the demo's), LIMIT (0: all 60,000
 # training images; N: a data set of the first N, made in a scratch directory: smoke tests),
-# SOURCE (/usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist), CONFIGS, OUT
-# (default bench/results/mainjob-cpu-<date>.md), MPIEXEC (mpiexec, with any flags it needs).
+# SOURCE (/usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist), CONFIGS,
+# PRECISION (fp32), OUT (default bench/results/mainjob-cpu-<date>.md, with bf16
+# mainjob-bf16-cpu-<date>.md), MPIEXEC (mpiexec, with any flags it needs).
 # Exits 77 (skipped) when SOURCE has no Fashion-MNIST.
 set -euo pipefail
 
@@ -40,6 +49,12 @@ source "$here/../../scripts/lib/common.sh"
 
 bench_arguments "$@" -- apps/tessera-train apps/data/tessera-data
 train="$build/apps/tessera-train"
+case "${PRECISION:-fp32}" in
+  fp32) precisions=(fp32) ;;
+  bf16) precisions=(bf16) ;;
+  both) precisions=(fp32 bf16) ;;
+  *) die "PRECISION must be fp32, bf16 or both, got '$PRECISION'" ;;
+esac
 make_data="$build/apps/data/tessera-data"
 source_dir="${SOURCE:-/usr/share/datasets/fashion-mnist}"
 if [[ ! -f $source_dir/train-images-idx3-ubyte.gz || ! -f $source_dir/train-labels-idx1-ubyte.gz ]]; then
@@ -47,14 +62,7 @@ if [[ ! -f $source_dir/train-images-idx3-ubyte.gz || ! -f $source_dir/train-labe
   exit 77
 fi
 
-# The demo's settings (the key = value lines of the config scripts/demo.sh writes).
-demo_setting() {
-  local value
-  value="$(awk -v key="$1" '/<<CONFIG$/ { on = 1; next } /^CONFIG$/ { on = 0 }
-                            on && $1 == key && $2 == "=" { print $3; exit }' "$TESSERA_ROOT/scripts/demo.sh")"
-  [[ -n $value ]] || die "scripts/demo.sh sets no '$1'"
-  printf '%s\n' "$value"
-}
+# The demo's settings (scripts/lib/common.sh's demo_setting: the config scripts/demo.sh writes).
 model="$(demo_setting model)"
 optimizer="$(demo_setting optimizer)"
 lr="$(demo_setting lr)"
@@ -72,7 +80,9 @@ configs="${CONFIGS:-1x1x1 pytorch 2x1x1 1x1x2 demo}"
 read -ra mpiexec <<<"${MPIEXEC:-mpiexec}"  # may carry flags: "mpiexec -launcher fork"
 ((skip < steps)) || die "SKIP ($skip) must be less than STEPS ($steps)"
 date="$(date +%F)"
-out="${OUT:-$TESSERA_ROOT/bench/results/mainjob-cpu-$date.md}"
+precision_words="${precisions[*]}" && precision_words="${precision_words// / and }"  # "fp32 and bf16"
+what=mainjob && [[ $precision_words != fp32 ]] && what=mainjob-bf16
+out="${OUT:-$TESSERA_ROOT/bench/results/$what-cpu-$date.md}"
 cores="$(getconf _NPROCESSORS_ONLN)"  # not nproc: it reports OMP_NUM_THREADS when set
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -94,20 +104,24 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_start="$(load)"
 started="$(date +%s)"
 
-# tessera-train on <ranks> x <threads> (auto: OMP_NUM_THREADS unset) with <grid>; its
-# metrics in $work/<name>.jsonl, its output in $work/<name>.log. The rows for report.py
-# collect in `rows`.
+# tessera-train on <ranks> x <threads> (auto: OMP_NUM_THREADS unset) with <grid>, once in
+# each precision of PRECISION; its metrics in $work/<name>-<precision>.jsonl, its output in
+# $work/<name>-<precision>.log. The rows for report.py collect in `rows` (report.py reads
+# each run's precision from its log).
 rows=()
 run_tessera() {
-  local name="$1" ranks="$2" threads="$3" grid="$4" label="$5"
+  local name="$1" ranks="$2" threads="$3" grid="$4" label="$5" precision run
   local environment=(env OMP_NUM_THREADS="$threads") per_rank=(-genv OMP_NUM_THREADS "$threads")
   [[ $threads == auto ]] && environment=(env -u OMP_NUM_THREADS) && per_rank=()
-  log "tessera: $label ($steps steps)"
-  "${environment[@]}" "${mpiexec[@]}" -n "$ranks" "${per_rank[@]}" "$train" --model "$model" --grid "$grid" \
-    --data "$data/fashion-mnist-train.h5" --batch "$batch" --optimizer "$optimizer" --lr "$lr" --steps "$steps" \
-    --metrics "$work/$name.jsonl" --progress off --verbose </dev/null >"$work/$name.log" 2>&1 \
-    || { tail -20 "$work/$name.log" >&2; die "tessera-train failed: $label"; }
-  rows+=("$label=$work/$name.jsonl:$work/$name.log")
+  for precision in "${precisions[@]}"; do
+    run="$name-$precision"
+    log "tessera: $label, $precision ($steps steps)"
+    "${environment[@]}" "${mpiexec[@]}" -n "$ranks" "${per_rank[@]}" "$train" --model "$model" --grid "$grid" \
+      --data "$data/fashion-mnist-train.h5" --batch "$batch" --optimizer "$optimizer" --lr "$lr" --steps "$steps" \
+      --precision "$precision" --metrics "$work/$run.jsonl" --progress off --verbose </dev/null >"$work/$run.log" 2>&1 \
+      || { tail -20 "$work/$run.log" >&2; die "tessera-train failed: $label, $precision"; }
+    rows+=("$label=$work/$run.jsonl:$work/$run.log")
+  done
 }
 
 # The first Tessera run's description of the model: its layers as a spec, and the count.
@@ -118,13 +132,23 @@ describe_model() {
   [[ -n $spec && -n $parameters ]] || die "no model description in $1"
 }
 
-: >"$work/torch.jsonl"
+# PyTorch in each precision of PRECISION (bf16: under autocast), its line in
+# $work/torch-<precision>.jsonl (empty when skipped).
+torch_files=()
+for precision in "${precisions[@]}"; do
+  : >"$work/torch-$precision.jsonl"
+  torch_files+=(--torch "$work/torch-$precision.jsonl")
+done
 run_torch() {
   [[ -z $torch_note ]] || return 0
-  log "pytorch: $threads thread(s) ($steps steps)"
-  OMP_NUM_THREADS="$threads" "$python" "$here/torch_mainjob.py" --model "$spec" --expect-parameters "$parameters" \
-    --source "$source_dir" --limit "$limit" --batch "$batch" --lr "$lr" --steps "$steps" --skip "$skip" \
-    --threads "$threads" >"$work/torch.jsonl" || die "torch_mainjob.py failed"
+  local precision autocast
+  for precision in "${precisions[@]}"; do
+    autocast=off && [[ $precision == bf16 ]] && autocast=bf16
+    log "pytorch: $threads thread(s), $precision$([[ $autocast == bf16 ]] && echo " (autocast)") ($steps steps)"
+    OMP_NUM_THREADS="$threads" "$python" "$here/torch_mainjob.py" --model "$spec" --expect-parameters "$parameters" \
+      --source "$source_dir" --limit "$limit" --batch "$batch" --lr "$lr" --steps "$steps" --skip "$skip" \
+      --threads "$threads" --autocast "$autocast" >"$work/torch-$precision.jsonl" || die "torch_mainjob.py failed"
+  done
 }
 
 torch_done=0
@@ -146,17 +170,22 @@ done
 ((${#rows[@]} > 0)) || die "CONFIGS ($configs) names no Tessera run"
 [[ -n $spec ]] || describe_model "${rows[0]##*:}"
 
-python3 "$here/report.py" --skip "$skip" --torch "$work/torch.jsonl" ${torch_note:+--torch-note "$torch_note"} \
+python3 "$here/report.py" --skip "$skip" "${torch_files[@]}" ${torch_note:+--torch-note "$torch_note"} \
   "${rows[@]}" >"$work/table.md"
 cat "$work/table.md"
 
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+bf16_warning="$(sed -n 's/^warning: --precision bf16/--precision bf16/p' "$work"/*-bf16.log 2>/dev/null | head -1 || true)"
 memory="$(free -g | awk '/^Mem:/ {print $2}')"
 onednn="$(dpkg-query -W -f='${Version}' libdnnl-dev 2>/dev/null || echo unknown)"
 compiler="$("$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")" --version 2>/dev/null | head -1)"
 mkdir -p "$(dirname "$out")"
 {
-  echo "# The main job beside PyTorch on the CPU — $date"
+  if [[ $precision_words == fp32 ]]; then
+    echo "# The main job beside PyTorch on the CPU — $date"
+  else
+    echo "# The main job in $precision_words beside PyTorch on the CPU — $date"
+  fi
   echo
   echo "Written by \`bench/mainjob/run.sh\` (how to read it: bench/README.md). Whole run: $(($(date +%s) - started)) s."
   echo
@@ -167,6 +196,14 @@ mkdir -p "$(dirname "$out")"
   echo "- PyTorch: ${torch_about:-not available} (CPU-only install: scripts/setup-bench.sh)"
   echo "- Training: \`$model\` = \`$spec\` ($parameters parameters), $optimizer lr $lr, global batch $batch,"
   echo "  cross-entropy; Fashion-MNIST training set$( ((limit > 0)) && echo " (first $limit samples)"); $steps steps per run, the first $skip untimed."
+  if [[ $precision_words != fp32 ]]; then
+    echo "- Precision: $precision_words (PRECISION=${PRECISION}): Tessera \`--precision\`, PyTorch fp32 or \`torch.autocast('cpu', dtype=torch.bfloat16)\`$([[ ${#precisions[@]} -gt 1 ]] && echo "; each run in fp32, then at once in bf16")."
+    if [[ -n $bf16_warning ]]; then
+      echo "  **Tessera's bf16 is emulated on this CPU** (no AVX512-BF16 or AMX): oneDNN runs its fp32 primitives and the"
+      echo "  bf16 operands are converted around every call, so bf16 is slower than fp32 here (docs/training.md,"
+      echo "  \"Mixed precision\"). tessera-train said: \"$bf16_warning\""
+    fi
+  fi
   echo
   cat "$work/table.md"
 } >"$out"

@@ -3,6 +3,7 @@
 
     torch_mainjob.py --model SPEC --expect-parameters N [--source DIR] [--limit 0]
                      [--batch 64] [--lr 0.002] [--steps 60] [--skip 10] [--threads 2]
+                     [--autocast off|bf16]
 
 SPEC is the sequential spec Tessera resolved the preset to (run.sh reads it from
 tessera-train --verbose), mapped to torch.nn by bench/layers/torch_layers.py: the same
@@ -17,11 +18,17 @@ by 1/255 as tessera-train scales uint8 pixels. One step, all of it timed:
     batch = next --batch samples of a per-epoch shuffle (torch.Generator, seed 1)
     loss = cross_entropy(model(x / 255), labels); zero_grad; backward; Adam step
 
-with torch.optim.Adam(lr, betas (0.9, 0.999), eps 1e-8) as Tessera's adam. Prints one
-JSON line: parameters, steps, skip, images_per_s (batch * timed steps / their total time,
-the first --skip steps untimed), step_s (mean of the timed steps), step_s_median, cpu_s
-(mean process CPU time per timed step, all threads), first and last loss. Exits 3 with a
-one-line message when torch cannot be imported, as bench/scaling/torch_net.py does.
+with torch.optim.Adam(lr, betas (0.9, 0.999), eps 1e-8) as Tessera's adam. --autocast bf16
+runs the forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's
+mixed precision: convolutions and linear layers in bf16, the weights (the masters), their
+gradients and Adam's state in fp32, backward outside the autocast region as PyTorch's
+recipe has it, no gradient scaler (bf16 has fp32's exponent range); the counterpart of
+tessera-train --precision bf16 (docs/training.md, "Mixed precision"). Prints one JSON line:
+precision (fp32, or bf16 under autocast), parameters, steps, skip, images_per_s (batch *
+timed steps / their total time, the first --skip steps untimed), step_s (mean of the timed
+steps), step_s_median, cpu_s (mean process CPU time per timed step, all threads), first and
+last loss. Exits 3 with a one-line message when torch cannot be imported, as
+bench/scaling/torch_net.py does.
 """
 
 import argparse
@@ -82,7 +89,8 @@ def train(torch, a):
             order = torch.randperm(len(images), generator=generator)
         index = order[(step % per_epoch) * a.batch:(step % per_epoch + 1) * a.batch]
         x = images[index].float().mul_(1.0 / 255.0)
-        loss = loss_fn(model(x), labels[index])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+            loss = loss_fn(model(x), labels[index])
         optimizer.zero_grad(set_to_none=False)
         loss.backward()
         optimizer.step()
@@ -106,6 +114,8 @@ def main():
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--skip", type=int, default=10, help="untimed warm-up steps (of --steps)")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
+    ap.add_argument("--autocast", choices=("off", "bf16"), default="off",
+                    help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     a = ap.parse_args()
     if a.batch < 1 or a.limit < 0 or not 0 <= a.skip < a.steps:
         ap.error("need --batch >= 1, --limit >= 0 and 0 <= --skip < --steps")
@@ -118,7 +128,8 @@ def main():
         print(f"torch_mainjob.py: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 1
     print(json.dumps({
-        "bench": "torch_mainjob", "model": a.model, "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "bench": "torch_mainjob", "precision": "bf16" if a.autocast == "bf16" else "fp32", "model": a.model,
+        "torch": torch.__version__, "threads": torch.get_num_threads(),
         "mkldnn": torch.backends.mkldnn.is_available(), "parameters": parameters, "batch": a.batch,
         "steps": a.steps, "skip": a.skip, "images_per_s": a.batch * len(step_s) / sum(step_s),
         "step_s": sum(step_s) / len(step_s), "step_s_median": statistics.median(step_s),

@@ -89,6 +89,20 @@ demo_grid() {
   fi
 }
 
+# One of the demo's settings: the value of the `key = value` line <key> of the config
+# scripts/demo.sh writes; <default> when it sets none (no default: an error).
+#   demo_setting <key> [default]
+demo_setting() {
+  local value
+  value="$(awk -v key="$1" '/<<CONFIG$/ { on = 1; next } /^CONFIG$/ { on = 0 }
+                            on && $1 == key && $2 == "=" { print $3; exit }' "$TESSERA_ROOT/scripts/demo.sh")"
+  if [[ -z $value ]]; then
+    [[ $# -ge 2 ]] || die "scripts/demo.sh sets no '$1'"
+    value="$2"
+  fi
+  printf '%s\n' "$value"
+}
+
 # What every example does first: install the dependencies and build the CPU variant in
 # ${TESSERA_BUILD_DIR:-<repo>/build}; sets `build`. TESSERA_PREBUILT_BUILD names a build
 # to use as it is instead (the examples' smoke tests run inside one).
