@@ -86,18 +86,18 @@ void add_builtins(LayerRegistry& r) {
   r.add("conv", both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<decltype(tag)>> {
           return std::make_unique<layers::Conv2d<decltype(tag)>>(layers::Conv2dOptions::parse(o), in[C], seed);
         }));
-  r.add("deconv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
-          return std::make_unique<layers::Deconv2d<float>>(layers::Deconv2dOptions::parse(o), in[C], seed);
+  r.add("deconv", both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::Deconv2d<decltype(tag)>>(layers::Deconv2dOptions::parse(o), in[C], seed);
         }));
-  r.add("local", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
-          return std::make_unique<layers::LocallyConnected2d<float>>(layers::LocalOptions::parse(o), in, seed);
+  r.add("local", both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::LocallyConnected2d<decltype(tag)>>(layers::LocalOptions::parse(o), in, seed);
         }));
   r.add("batchnorm", batch_norm());
   for (const char* kind : {"relu", "leakyrelu", "sigmoid", "tanh"}) r.add(kind, activation(kind));
   for (const auto kind : {layers::PoolKind::max, layers::PoolKind::average, layers::PoolKind::l2})
     r.add(std::string(layers::pool_kind_name(kind)), pool(kind));
-  r.add("lcn", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
-          return std::make_unique<layers::LocalContrastNorm<float>>(layers::LcnOptions::parse(o));
+  r.add("lcn", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::LocalContrastNorm<decltype(tag)>>(layers::LcnOptions::parse(o));
         }));
   r.add("flatten", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
           expect_no_options("flatten", o);
