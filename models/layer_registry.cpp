@@ -107,17 +107,18 @@ void add_builtins(LayerRegistry& r) {
           return std::make_unique<layers::Linear<decltype(tag)>>(layers::LinearOptions::parse(o),
                                                                 std::array<std::int64_t, 3>{in[C], in[H], in[W]}, seed);
         })));
-  r.add("gap", head(spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
-          return std::make_unique<layers::GlobalAvgPool<float>>(layers::GlobalAvgPool<float>::parse(o));
+  r.add("gap", head(both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+          using Gap = layers::GlobalAvgPool<decltype(tag)>;
+          return std::make_unique<Gap>(Gap::parse(o));
         })));
   // The joins of graph models: several inputs, no halo.
-  r.add("add", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+  r.add("add", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
           expect_no_options("add", o);
-          return std::make_unique<layers::Add<float>>();
+          return std::make_unique<layers::Add<decltype(tag)>>();
         }));
-  r.add("concat", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+  r.add("concat", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
           expect_no_options("concat", o);
-          return std::make_unique<layers::Concat<float>>();
+          return std::make_unique<layers::Concat<decltype(tag)>>();
         }));
   // A layout per stage: the output on another grid of the same ranks (Layer::output_grid),
   // read from the owned cells (its window is not on the input's grid).
@@ -126,8 +127,8 @@ void add_builtins(LayerRegistry& r) {
   });
   regrid.input_halo = InputHalo::none;
   r.add("regrid", std::move(regrid));
-  r.add("upsample", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
-          return std::make_unique<layers::Upsample<float>>(layers::UpsampleOptions::parse(o));
+  r.add("upsample", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::Upsample<decltype(tag)>>(layers::UpsampleOptions::parse(o));
         }));
 }
 

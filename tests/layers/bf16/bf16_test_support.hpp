@@ -36,12 +36,14 @@
 #include "layers/conv2d.hpp"
 #include "layers/deconv2d.hpp"
 #include "layers/flatten.hpp"
+#include "layers/global_avg_pool.hpp"
 #include "layers/grad_reduce.hpp"
 #include "layers/head_grid.hpp"
 #include "layers/lcn.hpp"
 #include "layers/linear.hpp"
 #include "layers/locally_connected.hpp"
 #include "layers/pool2d.hpp"
+#include "layers/upsample.hpp"
 #include "tests/layers/support/compare.hpp"
 #include "tests/layers/support/layer_step.hpp"
 #include "tests/layers/support/whole_parameter.hpp"
@@ -82,6 +84,11 @@ inline std::vector<Bf16Case> bf16_cases() {
       {"local_k3_pad1", {2, 3, 13, 11}},
       {"local_k3_stride2_team", {2, 3, 13, 11}},
       {"lcn_k5", {2, 3, 13, 11}},
+      // Element-wise: gap's sums are fp32 (and over the grid); upsample's backward sums
+      // each block's dy in fp32 and rounds once, so neither is exact.
+      {"gap", {2, 3, 13, 11}},
+      {"upsample_scale2", {2, 3, 7, 6}},
+      {"upsample_scale3", {2, 3, 5, 4}},
   };
 }
 
@@ -101,6 +108,9 @@ std::unique_ptr<Layer<T>> make_case_layer(const std::string& name, const Shape4&
   if (name == "local_k3_stride2_team")
     return std::make_unique<LocallyConnected2d<T>>(LocalOptions::parse("out=4,k=3,stride=2,engine=team"), in, seed);
   if (name == "lcn_k5") return std::make_unique<LocalContrastNorm<T>>(LcnOptions::parse("k=5"));
+  if (name == "gap") return std::make_unique<GlobalAvgPool<T>>();
+  if (name == "upsample_scale2") return std::make_unique<Upsample<T>>(UpsampleOptions::parse("scale=2"));
+  if (name == "upsample_scale3") return std::make_unique<Upsample<T>>(UpsampleOptions::parse("scale=3"));
   if (name == "batchnorm") return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse(""), in[C]);
   if (name == "batchnorm_stats_all")
     return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse("stats=all"), in[C]);
@@ -149,16 +159,16 @@ struct Bf16Step {
 
 // forward(x), backward(dy) of a fresh layer `name` in precision T on `grid`; x and dy are
 // global fp32 arrays (converted to T), whose values matter on the grid's rank 0. A layer
-// whose output lives on the head grid (linear) gets its y and dy there.
+// whose output lives on the head grid (linear, gap) gets its y and dy there.
 template <class T>
 Bf16Step run_case(const ProcessGrid& grid, const Bf16Case& c, const HostArray<float>& x_global,
                   const HostArray<float>& dy_global) {
   std::unique_ptr<Layer<T>> layer = make_case_layer<T>(c.name, c.input);
   const Shape4 out_shape = layer->output_shape(c.input);
   std::shared_ptr<const ProcessGrid> head;
-  if (c.name == "linear") head = make_head_grid(grid);
+  if (c.name == "linear" || c.name == "gap") head = make_head_grid(grid);
   const ProcessGrid& out_grid = head ? *head : grid;
-  // Linear reads its tile only (the registry's InputHalo::none): x without a halo.
+  // Linear and gap read their tile only (the registry's InputHalo::none): x without a halo.
   auto input = [&](const char* label) {
     return head ? Tensor<T>(grid, c.input, HaloWidths{}, label) : make_input(grid, c.input, *layer, label);
   };
