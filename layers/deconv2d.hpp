@@ -77,7 +77,7 @@ struct ShiftedCopy {
     T base;
     Int col_shift, lo, hi;  // dst columns [lo, hi) have a source column
     KOKKOS_INLINE_FUNCTION void operator()(Int w) const {
-      dst[w] = src && w >= lo && w < hi ? base + src[w + col_shift] : base;
+      dst[w] = src && w >= lo && w < hi ? T(base + src[w + col_shift]) : base;
     }
     void host_row(Int width) const {
       const Int a = src ? (lo < width ? lo : width) : width;
