@@ -20,7 +20,10 @@
 // in practice the rounding errors are independent and the measured error is far below.
 // local sums in fp32 as conv does; its dx is staged in fp32 and rounded once. lcn
 // computes its statistics and divisor in double from bf16 x, so y and dx carry only the
-// roundings of x, dy and the result.
+// roundings of x, dy and the result. Measured (layers_bf16_vs_fp32 prints them): 2e-3 to
+// 4e-3 for every layer here, deconv with its bias 3.6e-3 on y. The parameter gradients
+// agree exactly on a CPU without bf16 kernels: they read only x and dy, which both
+// precisions are given rounded alike, and are summed in fp32 by the same primitives.
 
 #include <Kokkos_Core.hpp>
 
