@@ -33,6 +33,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include "distarray/bf16.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/launch_size.hpp"
 
@@ -157,8 +158,9 @@ TESSERA_ALWAYS_INLINE std::pair<S, S> simd_row_sums_body(const G& g, std::int64_
   return {a, b};
 }
 
-// The sum of x[0, count) in double: blocks of 1024 cells, each added in T by 32 running
-// partial sums (partial j takes cells j, j + 32, ...), the partials then added in order,
+// The sum of x[0, count) in double: blocks of 1024 cells, each added in Compute<T> (fp32
+// for bf16) by 32 running partial sums (partial j takes cells j, j + 32, ...), the
+// partials then added in order,
 // the blocks in double. The order is fixed by the code, not by the vector width, so every
 // clone gives the same bits; 32 partials are four AVX2 registers, enough
 // independent adds to hide their latency.
@@ -169,13 +171,13 @@ TESSERA_ALWAYS_INLINE double block_sum_body(const T* x, std::int64_t count) {
   double total = 0;
   for (std::int64_t start = 0; start < count; start += block) {
     const std::int64_t end = start + block < count ? start + block : count;
-    T acc[lanes] = {};
+    Compute<T> acc[lanes] = {};
     std::int64_t i = start;
     for (; i + lanes <= end; i += lanes) {
       TESSERA_SIMD_LOOP
       for (int j = 0; j < lanes; ++j) acc[j] += x[i + j];
     }
-    T s = 0;
+    Compute<T> s = 0;
     for (int j = 0; j < lanes; ++j) s += acc[j];
     for (; i < end; ++i) s += x[i];
     total += static_cast<double>(s);

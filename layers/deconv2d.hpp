@@ -77,7 +77,7 @@ struct ShiftedCopy {
     T base;
     Int col_shift, lo, hi;  // dst columns [lo, hi) have a source column
     KOKKOS_INLINE_FUNCTION void operator()(Int w) const {
-      dst[w] = src && w >= lo && w < hi ? base + src[w + col_shift] : base;
+      dst[w] = src && w >= lo && w < hi ? T(base + src[w + col_shift]) : base;
     }
     void host_row(Int width) const {
       const Int a = src ? (lo < width ? lo : width) : width;
@@ -153,9 +153,15 @@ void add_channel_sums(const Grad& dy, const Sums& sums) {
 
 }  // namespace deconv_kernels
 
+// T: float, or bf16 (--precision bf16): x, y, the weight, the bias and the scratch in bf16,
+// the backend's sums in fp32 (ConvBackend's bf16 calls), dW and db in fp32. In bf16 a
+// biased output is rounded twice — the transposed convolution into the bf16 scratch, then
+// the bias added by the crop — one rounding more than conv's, within the bf16 tests'
+// tolerance (tests/layers/bf16/bf16_test_support.hpp).
 template <class T>
 class Deconv2d final : public Layer<T> {
-  static_assert(std::is_same_v<T, float>, "Deconv2d: the convolution libraries (oneDNN has no f64 conv) run fp32");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>,
+                "Deconv2d: the convolution libraries run fp32 or bf16 (oneDNN has no f64 conv)");
 
   using MemorySpace = Kokkos::DefaultExecutionSpace::memory_space;
   using Scratch = Kokkos::View<T****, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -165,6 +171,7 @@ class Deconv2d final : public Layer<T> {
   Deconv2d(const Deconv2dOptions& options, std::int64_t in_channels, std::uint64_t seed)
       : options_(options), in_channels_(in_channels), backend_(make_conv_backend()), windowed_(options.windowed) {
     options_.validate();
+    require_precision<T>(*backend_, "deconv(" + options_.to_spec() + ")");
     if (in_channels_ < 1)
       throw std::invalid_argument("deconv(" + options_.to_spec() + "): in_channels=" + std::to_string(in_channels_) +
                                   " must be >= 1");
@@ -237,13 +244,13 @@ class Deconv2d final : public Layer<T> {
         *this, dy, dx,
         [&](const Box& w) {
           if (full_dy)
-            backend_->forward(g, tensor_ref<const T>(*full_dy), weight_.value.data(), nullptr,
-                              tensor_ref<T>(dx.local(w)));
+            conv_forward<T>(*backend_, g, tensor_ref<const T>(*full_dy), weight_.value.data(), nullptr,
+                            tensor_ref<T>(dx.local(w)));
         },
         [&] {
           if (full_dy)
-            backend_->backward_weights(g, tensor_ref<const T>(*full_dy), tensor_ref<const T>(x.local(window)),
-                                       weight_.grad.data(), nullptr);
+            conv_backward_weights<T>(*backend_, g, tensor_ref<const T>(*full_dy), tensor_ref<const T>(x.local(window)),
+                                     weight_.grad.data(), nullptr);
           if (bias_) deconv_kernels::add_channel_sums(dy.owned(), bias_->grad);
         });
   }
@@ -278,8 +285,8 @@ class Deconv2d final : public Layer<T> {
     if (!window.empty()) {
       full = full_span(window);
       values = scratch(full.shape());
-      backend_->backward_data(options_.geometry(), tensor_ref<const T>(x.local(window)), weight_.value.data(),
-                              tensor_ref<T>(values));
+      conv_backward_data<T>(*backend_, options_.geometry(), tensor_ref<const T>(x.local(window)),
+                            weight_.value.data(), tensor_ref<T>(values));
     }
     const typename Parameter<T>::View bias = bias_ ? bias_->value : typename Parameter<T>::View();
     deconv_kernels::shifted_copy<T>("tessera::deconv_crop", values, y.local(out), out.lo[H] - full.lo[H],

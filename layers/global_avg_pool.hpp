@@ -71,7 +71,7 @@ struct HostTileSum {
   std::int64_t channels, height, width;
   void operator()(std::int64_t plane) const {
     const std::int64_t n = plane / channels, c = plane % channels;
-    sums(n, c) = static_cast<T>(host_plane_sum(x, n, c, height, width));
+    sums(n, c) = static_cast<typename Out::value_type>(host_plane_sum(x, n, c, height, width));
   }
 };
 
@@ -160,10 +160,11 @@ class GlobalAvgPool final : public Layer<T> {
     require_head_output(tiled, head, output_shape(tiled.distribution().global_shape()), "gap", name);
   }
 
-  using Sums = Kokkos::View<T**, Kokkos::LayoutRight, memory_space>;
+  // In Compute<T>: a bf16 model's tile sums are fp32 and summed over the group in fp32.
+  using Sums = Kokkos::View<Compute<T>**, Kokkos::LayoutRight, memory_space>;
   std::optional<Distribution> input_distribution_;
   Sums sums_;  // per-sample, per-channel tile sums; kept between steps (scratch.hpp)
-  GroupSum<T> sums_staging_;
+  GroupSum<Compute<T>> sums_staging_;
 };
 
 }  // namespace tessera::layers

@@ -10,6 +10,12 @@
 //   products (P, N, K)               the gemm engine's per-position outputs (or dy packed).
 // P counts the positions of the box a call works on, row-major (p = i*bw + j).
 //
+// Element types: the workspaces (columns, products) and the gradients of weight and bias
+// are fp32 (`Vector`) for every model; x, y, dy, dx, the weight and the bias are the
+// model's T (float or bf16, read as float). Kernels that add into their output tap by tap
+// (the two backward-data kernels) are handed an fp32 output: a bf16 layer stages dx in
+// fp32 and rounds it once (layers/wide_staging.hpp).
+//
 // Views x, y, dy, dx are the DistArray subviews the layer hands over: x (or dx) is the
 // input window of the output box y (or dy), so tap (r, s) of output (i, j) is window cell
 // (i*sh + r, j*sw + s). Backward-data kernels give each thread whole rows of the window
@@ -68,14 +74,14 @@ void gather_columns(const X& x, const Vector& columns, const Geometry& g, Int sa
 }
 
 // y(n, k, i, j) = products(p, n, k) + bias(position, k); `bias` may be empty (no bias).
-template <class Y>
-void write_outputs(const Vector& products, const Vector& bias, const Y& y, const Geometry& g, const SliceOffset& at) {
+template <class Bias, class Y>
+void write_outputs(const Vector& products, const Bias& bias, const Y& y, const Geometry& g, const SliceOffset& at) {
   const Int samples = Int(y.extent(0)), bw = Int(y.extent(3));
   const bool with_bias = bias.extent(0) > 0;
   for_each_cell(
       "tessera::local::write_outputs", y,
       KOKKOS_LAMBDA(const Int n, const Int k, const Int i, const Int j) {
-        const float b = with_bias ? bias(at.position(i, j) * g.out + k) : 0.0f;
+        const float b = with_bias ? float(bias(at.position(i, j) * g.out + k)) : 0.0f;
         y(n, k, i, j) = products(((i * bw + j) * samples + n) * g.out + k) + b;
       });
 }
@@ -115,6 +121,15 @@ void scatter_columns(const Vector& columns, const Dx& dx, const Geometry& g, Int
       });
 }
 
+// to(i) = from(offset + i) for i < count, widened to fp32 (exact for bf16): a bf16 layer's
+// weights as the fp32 GEMMs read them.
+template <class From>
+void widen(const From& from, Int offset, Int count, const Vector& to) {
+  Kokkos::parallel_for(
+      kernel_label("tessera::local::widen"), Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, count),
+      KOKKOS_LAMBDA(const Int i) { to(i) = float(from(offset + i)); });
+}
+
 // ---- the team engine: Kokkos kernels read the window directly, no patch buffer -----------
 
 // Filters (or taps) per thread in the team kernels: that many independent sums per thread
@@ -130,8 +145,8 @@ KOKKOS_INLINE_FUNCTION void filter_offsets(Int first, Int out, Int stride, Int (
 
 // y(n, k, i, j) = sum over (c, r, s) of weight(position, k, c, r, s) * x(n, c, i*sh+r, j*sw+s)
 // + bias: a team per output position, a thread per (sample, block of filters).
-template <class X, class Y>
-void forward_direct(const X& x, const Vector& weight, const Vector& bias, const Y& y, const Geometry& g,
+template <class X, class Weight, class Y>
+void forward_direct(const X& x, const Weight& weight, const Weight& bias, const Y& y, const Geometry& g,
                     const SliceOffset& at) {
   const Int samples = Int(y.extent(0)), bw = Int(y.extent(3));
   const Int blocks = (g.out + kFilterBlock - 1) / kFilterBlock;
@@ -143,7 +158,7 @@ void forward_direct(const X& x, const Vector& weight, const Vector& bias, const 
         const Int q = at.position(i, j);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, samples * blocks), [&](const Int nb) {
           const Int n = nb / blocks, first = (nb % blocks) * kFilterBlock;
-          const float* w = weight.data() + q * g.matrix() + first * g.taps();
+          const auto* w = weight.data() + q * g.matrix() + first * g.taps();
           Int offset[kFilterBlock];
           filter_offsets(first, g.out, g.taps(), offset);
           float sum[kFilterBlock] = {};
@@ -151,11 +166,11 @@ void forward_direct(const X& x, const Vector& weight, const Vector& bias, const 
             for (Int r = 0; r < g.kh; ++r)
               for (Int s = 0; s < g.kw; ++s) {
                 const float v = x(n, c, i * g.sh + r, j * g.sw + s);
-                const float* wt = w + (c * g.kh + r) * g.kw + s;
-                for (Int b = 0; b < kFilterBlock; ++b) sum[b] += wt[offset[b]] * v;
+                const auto* wt = w + (c * g.kh + r) * g.kw + s;
+                for (Int b = 0; b < kFilterBlock; ++b) sum[b] += float(wt[offset[b]]) * v;
               }
           for (Int b = 0; b < kFilterBlock && first + b < g.out; ++b)
-            y(n, first + b, i, j) = sum[b] + (with_bias ? bias(q * g.out + first + b) : 0.0f);
+            y(n, first + b, i, j) = sum[b] + (with_bias ? float(bias(q * g.out + first + b)) : 0.0f);
         });
       });
 }
@@ -166,8 +181,8 @@ void forward_direct(const X& x, const Vector& weight, const Vector& bias, const 
 // output by output and filter by filter, the kw weights that output applied to the row:
 // each weight is read once for all samples (samples outermost would stream the whole
 // weight tensor once per sample — the kernel would be memory-bound).
-template <class Dy, class Dx>
-void backward_data_direct(const Dy& dy, const Vector& weight, const Dx& dx, const Geometry& g) {
+template <class Dy, class Weight, class Dx>
+void backward_data_direct(const Dy& dy, const Weight& weight, const Dx& dx, const Geometry& g) {
   const Int samples = Int(dx.extent(0)), rows = Int(dy.extent(2)), cols = Int(dy.extent(3)), width = Int(dx.extent(3));
   Kokkos::parallel_for(
       kernel_label("tessera::local::backward_data_direct"),
@@ -180,10 +195,10 @@ void backward_data_direct(const Dy& dy, const Vector& weight, const Dx& dx, cons
           if (!reads(ih, r, g.sh, rows, i)) continue;
           for (Int j = 0; j < cols; ++j)
             for (Int k = 0; k < g.out; ++k) {
-              const float* w = weight.data() + (i * cols + j) * g.matrix() + k * g.taps() + (c * g.kh + r) * g.kw;
+              const auto* w = weight.data() + (i * cols + j) * g.matrix() + k * g.taps() + (c * g.kh + r) * g.kw;
               for (Int n = 0; n < samples; ++n) {
                 const float grad = dy(n, k, i, j);
-                for (Int s = 0; s < g.kw; ++s) dx(n, c, ih, j * g.sw + s) += grad * w[s];
+                for (Int s = 0; s < g.kw; ++s) dx(n, c, ih, j * g.sw + s) += grad * float(w[s]);
               }
             }
         }
@@ -209,7 +224,7 @@ void backward_weights_direct(const X& x, const Dy& dy, const Vector& dweight, co
           float sum[kFilterBlock] = {};
           for (Int n = 0; n < samples; ++n) {
             const float v = x(n, c, i * g.sh + r, j * g.sw + s);
-            for (Int b = 0; b < kFilterBlock; ++b) sum[b] += dy(n, first + filter[b], i, j) * v;
+            for (Int b = 0; b < kFilterBlock; ++b) sum[b] += float(dy(n, first + filter[b], i, j)) * v;
           }
           for (Int b = 0; b < kFilterBlock && first + b < g.out; ++b) dw[(first + b) * g.taps() + t] += sum[b];
         });
@@ -225,7 +240,7 @@ void bias_gradient(const Dy& dy, const Vector& dbias, const Geometry& g) {
       "tessera::local::bias_gradient", CellExtents{1, g.out, Int(dy.extent(2)), cols},
       KOKKOS_LAMBDA(const Int, const Int k, const Int i, const Int j) {
         float sum = 0;
-        for (Int n = 0; n < samples; ++n) sum += dy(n, k, i, j);
+        for (Int n = 0; n < samples; ++n) sum += float(dy(n, k, i, j));
         dbias((i * cols + j) * g.out + k) += sum;
       });
 }

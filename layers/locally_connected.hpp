@@ -18,6 +18,16 @@
 // form below) through LinearBackend — oneDNN matmul on CPU, cuBLAS strided batched on GPU;
 // `team` is a Kokkos team kernel per position reading the window directly. gemm is the
 // default: 1.5x faster forward, 3.5x backward on the CPU (numbers in local_options.cpp).
+//
+// T: float, or bf16 (--precision bf16): x, y, dx, dy, the weight and the bias in bf16, the
+// weight and bias gradients in fp32 (Parameter). Every sum is fp32. The gemm engine's
+// workspaces are fp32 in both precisions (patches and dy widened exactly), so its GEMMs are
+// the fp32 ones on the bf16 values: the batched bf16 matmul oneDNN 2.x offers exists only
+// from AVX512 up, and an fp32 workspace costs no more than the fp32 layer's. A bf16 layer's
+// weights are widened for the GEMMs a row of slice positions at a time (a small buffer,
+// not a second copy of the slice, which for cots-11b would be gigabytes). Both
+// backward-data kernels add tap by tap into dx: a bf16 dx is staged in fp32 and rounded
+// once (layers/wide_staging.hpp).
 
 #include <Kokkos_Core.hpp>
 
@@ -37,13 +47,15 @@
 #include "layers/local_kernels.hpp"
 #include "layers/local_options.hpp"
 #include "layers/parameter.hpp"
+#include "layers/wide_staging.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
 
 template <class T>
 class LocallyConnected2d final : public Layer<T> {
-  static_assert(std::is_same_v<T, float>, "LocallyConnected2d: the GEMM libraries run fp32");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>, "LocallyConnected2d: fp32 or bf16");
+  static constexpr bool kWide = std::is_same_v<T, bf16>;  // GEMMs on widened weights, dx staged in fp32
 
  public:
   // input: the global (N, C, H, W) the layer is made for — its weights depend on the output
@@ -196,7 +208,32 @@ class LocallyConnected2d final : public Layer<T> {
     return {input_[C], options_.out, options_.kh, options_.kw, options_.sh, options_.sw};
   }
 
-  local::Vector bias_values() const { return bias_ ? bias_->value : local::Vector(); }
+  typename Parameter<T>::View bias_values() const { return bias_ ? bias_->value : typename Parameter<T>::View(); }
+
+  // The weights of slice positions [first, first + count) as the fp32 GEMMs read them: in
+  // place in fp32; widened (exactly) into a workspace in bf16.
+  const float* gemm_weights(std::int64_t first, std::int64_t count) {
+    const std::int64_t matrix = geometry().matrix();
+    if constexpr (!kWide) {
+      return weight_->value.data() + first * matrix;
+    } else {
+      local::widen(weight_->value, first * matrix, count * matrix, grow(wide_weights_, count * matrix));
+      return wide_weights_.data();
+    }
+  }
+
+  // write(out) on `out` itself in fp32; in bf16 on an fp32 copy of its shape, rounded into
+  // `out` once (the backward-data kernels add into their output tap by tap).
+  template <class View, class Write>
+  void in_fp32(const View& out, Write&& write) {
+    if constexpr (!kWide) {
+      write(out);
+    } else {
+      const auto wide = wide_.shaped_like(0, out);
+      write(wide);
+      wide_.copy(wide, out);
+    }
+  }
 
   // The output array's owned rows and columns must be the slice this rank holds.
   void check_placed(const Tensor<T>& output, const char* what) const {
@@ -217,18 +254,23 @@ class LocallyConnected2d final : public Layer<T> {
   void window_from_outputs(const Tensor<T>& dy, const Tensor<T>& dx, const Box& window) {
     const local::Geometry g = geometry();
     if (options_.engine == LocalEngine::team) {
-      local::backward_data_direct(dy.owned(), weight_->value, dx.local(window), g);
+      in_fp32(dx.local(window), [&](const auto& out) { local::backward_data_direct(dy.owned(), weight_->value, out, g); });
       return;
     }
     const Box owned = dy.owned_box();
     const std::int64_t samples = owned.extent(N), positions = owned.extent(H) * owned.extent(W);
-    // columns(p) (N x C*kh*kw) = products(p) (N x K) * weight(p) (K x C*kh*kw)
+    // columns(p) (N x C*kh*kw) = products(p) (N x K) * weight(p) (K x C*kh*kw): one batch
+    // for every position, or a row of positions per batch where the weights are widened.
     local::pack_gradient(dy.owned(), grow(products_, positions * samples * g.out), g);
-    backend_->gemm_batched(Transpose::no, Transpose::no, samples, g.taps(), g.out, 1.0f, products_.data(), g.out,
-                           samples * g.out, weight_->value.data(), g.taps(), g.matrix(), 0.0f,
-                           grow(columns_, positions * samples * g.taps()).data(), g.taps(), samples * g.taps(),
-                           positions);
-    local::scatter_columns(columns_, dx.local(window), g, owned.extent(H), owned.extent(W));
+    grow(columns_, positions * samples * g.taps());
+    const std::int64_t batch = kWide ? owned.extent(W) : positions;
+    for (std::int64_t first = 0; first < positions; first += batch)
+      backend_->gemm_batched(Transpose::no, Transpose::no, samples, g.taps(), g.out, 1.0f,
+                             products_.data() + first * samples * g.out, g.out, samples * g.out,
+                             gemm_weights(first, batch), g.taps(), g.matrix(), 0.0f,
+                             columns_.data() + first * samples * g.taps(), g.taps(), samples * g.taps(), batch);
+    in_fp32(dx.local(window),
+            [&](const auto& out) { local::scatter_columns(columns_, out, g, owned.extent(H), owned.extent(W)); });
   }
 
   // Adds dW (and db) of the positions of dy's owned box from x's window (present: x went
@@ -269,12 +311,13 @@ class LocallyConnected2d final : public Layer<T> {
     const std::int64_t samples = ys.extent(0), bh = ys.extent(2), bw = ys.extent(3);
     local::gather_columns(xs, grow(columns_, bh * bw * samples * g.taps()), g, samples, bh, bw);
     grow(products_, bh * bw * samples * g.out);
-    const bool whole_rows = bw == at.width;
+    // Widened weights go a row at a time (gemm_weights).
+    const bool whole_rows = bw == at.width && !kWide;
     for (std::int64_t i = 0; i < (whole_rows ? 1 : bh); ++i) {
       const std::int64_t first = i * bw;  // the batch's first position in the box
       backend_->gemm_batched(Transpose::no, Transpose::yes, samples, g.out, g.taps(), 1.0f,
                              columns_.data() + first * samples * g.taps(), g.taps(), samples * g.taps(),
-                             weight_->value.data() + at.position(i, 0) * g.matrix(), g.taps(), g.matrix(), 0.0f,
+                             gemm_weights(at.position(i, 0), whole_rows ? bh * bw : bw), g.taps(), g.matrix(), 0.0f,
                              products_.data() + first * samples * g.out, g.out, samples * g.out,
                              whole_rows ? bh * bw : bw);
     }
@@ -287,7 +330,9 @@ class LocallyConnected2d final : public Layer<T> {
   Box slice_;  // the output rows and columns this rank holds the weights of
   std::optional<Parameter<T>> weight_, bias_;
   std::unique_ptr<LinearBackend> backend_;  // the gemm engine's library
-  local::Vector columns_, products_;        // the gemm engine's workspaces
+  local::Vector columns_, products_;        // the gemm engine's workspaces (fp32 in both precisions)
+  local::Vector wide_weights_;              // bf16: a row of positions' weights, widened
+  WideStaging<local::Space> wide_;          // bf16: dx in fp32 while backward-data adds into it
   Windowed<T> windowed_;
   std::optional<Tensor<T>> saved_x_;
 };

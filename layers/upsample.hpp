@@ -6,6 +6,8 @@
 // border that cuts a scale x scale block makes two ranks read one input row, so Windowed
 // fills that halo row in forward; backward sums each block's gradient over the owned
 // outputs and the accumulate exchange adds the parts of a cut block at its owner.
+// bf16: forward only copies; backward's block sums run on fp32 copies of dy and dx and are
+// rounded once (layers/wide_staging.hpp), not once per row of a block.
 
 #include <Kokkos_Core.hpp>
 
@@ -14,10 +16,12 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "layers/cell_loop.hpp"
 #include "layers/layer.hpp"
 #include "layers/spec_options.hpp"
+#include "layers/wide_staging.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
@@ -197,10 +201,21 @@ class Upsample final : public Layer<T> {
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& window) {
-          const auto dxs = dx.local(window);
-          for_each_row("tessera::upsample_backward", extents_of(dxs),
-                       upsample_kernels::Backward<T>{rows_of(dy.owned()), rows_of(dxs), out.extent(H), out.extent(W), s,
-                                                     out.lo[H], out.lo[W], window.lo[H], window.lo[W]});
+          const auto block_sums = [&](const auto& dys, const auto& dxs) {
+            using E = std::remove_const_t<typename std::decay_t<decltype(dxs)>::value_type>;
+            for_each_row("tessera::upsample_backward", extents_of(dxs),
+                         upsample_kernels::Backward<E>{rows_of(dys), rows_of(dxs), out.extent(H), out.extent(W), s,
+                                                       out.lo[H], out.lo[W], window.lo[H], window.lo[W]});
+          };
+          const auto dys = dy.owned(), dxs = dx.local(window);
+          if constexpr (std::is_same_v<T, Compute<T>>) {
+            block_sums(dys, dxs);
+          } else {
+            const auto dyw = wide_.shaped_like(0, dys), dxw = wide_.shaped_like(1, dxs);
+            wide_.copy(dys, dyw);
+            block_sums(dyw, dxw);
+            wide_.copy(dxw, dxs);
+          }
         },
         [] {});
   }
@@ -210,6 +225,7 @@ class Upsample final : public Layer<T> {
  private:
   UpsampleOptions options_;
   Windowed<T> windowed_;
+  WideStaging<typename Tensor<T>::memory_space> wide_;  // bf16: dy and dx in fp32 for backward
 };
 
 }  // namespace tessera::layers

@@ -86,18 +86,18 @@ void add_builtins(LayerRegistry& r) {
   r.add("conv", both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<decltype(tag)>> {
           return std::make_unique<layers::Conv2d<decltype(tag)>>(layers::Conv2dOptions::parse(o), in[C], seed);
         }));
-  r.add("deconv", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
-          return std::make_unique<layers::Deconv2d<float>>(layers::Deconv2dOptions::parse(o), in[C], seed);
+  r.add("deconv", both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::Deconv2d<decltype(tag)>>(layers::Deconv2dOptions::parse(o), in[C], seed);
         }));
-  r.add("local", spatial([](std::string_view o, const Shape4& in, std::uint64_t seed) -> Made {
-          return std::make_unique<layers::LocallyConnected2d<float>>(layers::LocalOptions::parse(o), in, seed);
+  r.add("local", both_precisions([](auto tag, std::string_view o, const Shape4& in, std::uint64_t seed) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::LocallyConnected2d<decltype(tag)>>(layers::LocalOptions::parse(o), in, seed);
         }));
   r.add("batchnorm", batch_norm());
   for (const char* kind : {"relu", "leakyrelu", "sigmoid", "tanh"}) r.add(kind, activation(kind));
   for (const auto kind : {layers::PoolKind::max, layers::PoolKind::average, layers::PoolKind::l2})
     r.add(std::string(layers::pool_kind_name(kind)), pool(kind));
-  r.add("lcn", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
-          return std::make_unique<layers::LocalContrastNorm<float>>(layers::LcnOptions::parse(o));
+  r.add("lcn", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::LocalContrastNorm<decltype(tag)>>(layers::LcnOptions::parse(o));
         }));
   r.add("flatten", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
           expect_no_options("flatten", o);
@@ -107,17 +107,18 @@ void add_builtins(LayerRegistry& r) {
           return std::make_unique<layers::Linear<decltype(tag)>>(layers::LinearOptions::parse(o),
                                                                 std::array<std::int64_t, 3>{in[C], in[H], in[W]}, seed);
         })));
-  r.add("gap", head(spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
-          return std::make_unique<layers::GlobalAvgPool<float>>(layers::GlobalAvgPool<float>::parse(o));
+  r.add("gap", head(both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+          using Gap = layers::GlobalAvgPool<decltype(tag)>;
+          return std::make_unique<Gap>(Gap::parse(o));
         })));
   // The joins of graph models: several inputs, no halo.
-  r.add("add", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+  r.add("add", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
           expect_no_options("add", o);
-          return std::make_unique<layers::Add<float>>();
+          return std::make_unique<layers::Add<decltype(tag)>>();
         }));
-  r.add("concat", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
+  r.add("concat", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
           expect_no_options("concat", o);
-          return std::make_unique<layers::Concat<float>>();
+          return std::make_unique<layers::Concat<decltype(tag)>>();
         }));
   // A layout per stage: the output on another grid of the same ranks (Layer::output_grid),
   // read from the owned cells (its window is not on the input's grid).
@@ -126,8 +127,8 @@ void add_builtins(LayerRegistry& r) {
   });
   regrid.input_halo = InputHalo::none;
   r.add("regrid", std::move(regrid));
-  r.add("upsample", spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
-          return std::make_unique<layers::Upsample<float>>(layers::UpsampleOptions::parse(o));
+  r.add("upsample", both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+          return std::make_unique<layers::Upsample<decltype(tag)>>(layers::UpsampleOptions::parse(o));
         }));
 }
 

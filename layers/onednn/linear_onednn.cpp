@@ -5,8 +5,8 @@
 // bf16 (gemm_bf16): a matmul primitive with bf16 sources and an fp32 or bf16 destination
 // where oneDNN has bf16 kernels for this CPU (onednn_bf16_native()); elsewhere the bf16
 // operands are converted to fp32 scratch, sgemm runs, and a bf16 result is rounded once on
-// the way out. Either way products are summed in fp32. Primitives are made per call and
-// found again in oneDNN's own primitive cache (one entry per shape).
+// the way out. Either way products are summed in fp32. Primitives and memory objects are
+// made on a shape's first call and kept, like the batched ones.
 
 #include <dnnl.hpp>
 
@@ -15,6 +15,7 @@
 #include <bit>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -116,46 +117,91 @@ class OnednnLinear final : public LinearBackend {
   }
 
  private:
+  // One bf16 problem's primitives and memory objects, made on its first call and pointed
+  // at each call's operands after: a step allocates nothing (descriptors, primitives and
+  // the C++ execute's argument map all allocate).
+  struct Mixed {
+    memory a, b, c;  // the caller's operands
+    std::optional<dnnl::matmul> matmul;  // native bf16
+    // The fallback: op(a), op(b) widened into dense fp32 scratch, sgemm, and for a bf16
+    // result the fp32 product rounded into c with alpha and beta.
+    std::optional<dnnl::reorder> widen_a, widen_b, narrow_c;
+    memory a_wide, b_wide, c_wide;
+  };
+
+  template <class Out>
+  Mixed& mixed(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+               std::int64_t lda, std::int64_t ldb, float beta, std::int64_t ldc) {
+    const MixedKey key{ta == Transpose::yes, tb == Transpose::yes, m, n, k, lda, ldb, ldc, bits(alpha), bits(beta),
+                       std::is_same_v<Out, bf16>};
+    if (const auto it = mixed_.find(key); it != mixed_.end()) return it->second;
+    using Dt = memory::data_type;
+    const memory::desc a_md = matrix_desc(m, k, ta, lda, Dt::bf16), b_md = matrix_desc(k, n, tb, ldb, Dt::bf16);
+    const memory::desc c_md({m, n}, dt_of<Out>(), {ldc, 1});
+    Mixed p{memory(a_md, engine_, nullptr), memory(b_md, engine_, nullptr), memory(c_md, engine_, nullptr), {}, {}, {}, {}, {}, {}, {}};
+    if (onednn_bf16_native()) {
+      p.matmul.emplace(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), scale_and_sum(alpha, beta), engine_));
+    } else {
+      p.a_wide = memory(memory::desc({m, k}, Dt::f32, {std::max<std::int64_t>(k, 1), 1}), engine_, nullptr);
+      p.b_wide = memory(memory::desc({k, n}, Dt::f32, {n, 1}), engine_, nullptr);
+      if (k > 0) {  // oneDNN refuses empty memories in a reorder
+        p.widen_a.emplace(dnnl::reorder::primitive_desc(engine_, a_md, engine_, p.a_wide.get_desc()));
+        p.widen_b.emplace(dnnl::reorder::primitive_desc(engine_, b_md, engine_, p.b_wide.get_desc()));
+      }
+      if constexpr (std::is_same_v<Out, bf16>) {
+        p.c_wide = memory(memory::desc({m, n}, Dt::f32, {n, 1}), engine_, nullptr);
+        p.narrow_c.emplace(dnnl::reorder::primitive_desc(engine_, p.c_wide.get_desc(), engine_, c_md, scale_and_sum(alpha, beta)));
+      }
+    }
+    return mixed_.emplace(key, std::move(p)).first->second;
+  }
+
   template <class Out>
   void mixed_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                   const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, float beta, Out* c,
                   std::int64_t ldc) {
     if (m == 0 || n == 0) return;
-    using Dt = memory::data_type;
-    const memory::desc a_md = matrix_desc(m, k, ta, lda, Dt::bf16), b_md = matrix_desc(k, n, tb, ldb, Dt::bf16);
-    const memory::desc c_md({m, n}, dt_of<Out>(), {ldc, 1});
-    memory a_mem(a_md, engine_, const_cast<bf16*>(a)), b_mem(b_md, engine_, const_cast<bf16*>(b)), c_mem(c_md, engine_, c);
-    if (onednn_bf16_native()) {
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), scale_and_sum(alpha, beta), engine_);
-      dnnl::matmul(pd).execute(stream_, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    Mixed& p = mixed<Out>(ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
+    p.a.set_data_handle(const_cast<bf16*>(a));
+    p.b.set_data_handle(const_cast<bf16*>(b));
+    p.c.set_data_handle(c);
+    using onednn::arg;
+    if (p.matmul) {
+      onednn::run(*p.matmul, stream_, {arg(DNNL_ARG_SRC, p.a), arg(DNNL_ARG_WEIGHTS, p.b), arg(DNNL_ARG_DST, p.c)});
       stream_.wait();
       return;
     }
     // No bf16 kernels here: widen op(a) and op(b) into dense fp32 scratch, sgemm, then round.
-    a_f32_.resize(static_cast<std::size_t>(m * k));
-    b_f32_.resize(static_cast<std::size_t>(k * n));
-    memory a_wide(memory::desc({m, k}, Dt::f32, {k, 1}), engine_, a_f32_.data());
-    memory b_wide(memory::desc({k, n}, Dt::f32, {n, 1}), engine_, b_f32_.data());
-    if (k > 0) {  // oneDNN refuses empty memories in a reorder
-      dnnl::reorder(a_mem, a_wide).execute(stream_, a_mem, a_wide);
-      dnnl::reorder(b_mem, b_wide).execute(stream_, b_mem, b_wide);
+    // The scratch only grows, shared by every shape; its memory objects are re-pointed.
+    grow(a_f32_, m * k);
+    grow(b_f32_, k * n);
+    p.a_wide.set_data_handle(a_f32_.data());
+    p.b_wide.set_data_handle(b_f32_.data());
+    if (p.widen_a) {
+      onednn::run(*p.widen_a, stream_, {arg(DNNL_ARG_FROM, p.a), arg(DNNL_ARG_TO, p.a_wide)});
+      onednn::run(*p.widen_b, stream_, {arg(DNNL_ARG_FROM, p.b), arg(DNNL_ARG_TO, p.b_wide)});
       stream_.wait();
     }
     const std::int64_t lda_wide = std::max<std::int64_t>(k, 1);
     if constexpr (std::is_same_v<Out, float>) {
       gemm(Transpose::no, Transpose::no, m, n, k, alpha, a_f32_.data(), lda_wide, b_f32_.data(), n, beta, c, ldc);
     } else {
-      c_f32_.resize(static_cast<std::size_t>(m * n));
+      grow(c_f32_, m * n);
       gemm(Transpose::no, Transpose::no, m, n, k, 1.0f, a_f32_.data(), lda_wide, b_f32_.data(), n, 0.0f, c_f32_.data(),
            n);
-      memory c_wide(memory::desc({m, n}, Dt::f32, {n, 1}), engine_, c_f32_.data());
-      const dnnl::reorder::primitive_desc pd(engine_, c_wide.get_desc(), engine_, c_md, scale_and_sum(alpha, beta));
-      dnnl::reorder(pd).execute(stream_, c_wide, c_mem);
+      p.c_wide.set_data_handle(c_f32_.data());
+      onednn::run(*p.narrow_c, stream_, {arg(DNNL_ARG_FROM, p.c_wide), arg(DNNL_ARG_TO, p.c)});
       stream_.wait();
     }
   }
 
+  static void grow(std::vector<float>& v, std::int64_t size) {
+    if (static_cast<std::int64_t>(v.size()) < size) v.resize(static_cast<std::size_t>(size));
+  }
+
   std::vector<float> a_f32_, b_f32_, c_f32_;  // the fallback's fp32 operands, kept between calls
+  using MixedKey = std::array<std::int64_t, 11>;
+  std::map<MixedKey, Mixed> mixed_;
 
   struct Batched {
     dnnl::matmul matmul;

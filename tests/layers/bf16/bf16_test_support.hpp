@@ -14,6 +14,16 @@
 // order 1). Both precisions see the same x and dy, rounded to bf16 first, so layers that
 // only move or compare values (relu, max pooling without overlap, flatten) must agree
 // exactly.
+// The same bound holds for the layers added after the main job's. deconv rounds a biased
+// output once more (the transposed convolution into bf16 scratch, then the bias): ~5
+// roundings, 1%, in the worst case of a cell whose bias and sum agree in sign and size —
+// in practice the rounding errors are independent and the measured error is far below.
+// local sums in fp32 as conv does; its dx is staged in fp32 and rounded once. lcn
+// computes its statistics and divisor in double from bf16 x, so y and dx carry only the
+// roundings of x, dy and the result. Measured (layers_bf16_vs_fp32 prints them): 2e-3 to
+// 4e-3 for every layer here, deconv with its bias 3.6e-3 on y. The parameter gradients
+// agree exactly on a CPU without bf16 kernels: they read only x and dy, which both
+// precisions are given rounded alike, and are summed in fp32 by the same primitives.
 
 #include <Kokkos_Core.hpp>
 
@@ -27,13 +37,19 @@
 #include "layers/activation.hpp"
 #include "layers/batch_norm.hpp"
 #include "layers/conv2d.hpp"
+#include "layers/deconv2d.hpp"
 #include "layers/flatten.hpp"
+#include "layers/global_avg_pool.hpp"
 #include "layers/grad_reduce.hpp"
 #include "layers/head_grid.hpp"
+#include "layers/lcn.hpp"
 #include "layers/linear.hpp"
+#include "layers/locally_connected.hpp"
 #include "layers/pool2d.hpp"
+#include "layers/upsample.hpp"
 #include "tests/layers/support/compare.hpp"
 #include "tests/layers/support/layer_step.hpp"
+#include "tests/layers/support/whole_parameter.hpp"
 
 namespace tessera::layers::testing {
 
@@ -65,6 +81,17 @@ inline std::vector<Bf16Case> bf16_cases() {
       {"l2pool_k3_stride2", {2, 3, 13, 11}},
       {"flatten", {2, 3, 6, 5}, true},
       {"linear", {2, 3, 6, 5}},
+      // Beyond the main job: the layers of the Le et al. (2012) presets and of decoders.
+      {"deconv_k4_stride2_pad1", {2, 3, 7, 6}},
+      {"deconv_k3_dilation2_no_bias", {2, 3, 7, 6}},
+      {"local_k3_pad1", {2, 3, 13, 11}},
+      {"local_k3_stride2_team", {2, 3, 13, 11}},
+      {"lcn_k5", {2, 3, 13, 11}},
+      // Element-wise: gap's sums are fp32 (and over the grid); upsample's backward sums
+      // each block's dy in fp32 and rounds once, so neither is exact.
+      {"gap", {2, 3, 13, 11}},
+      {"upsample_scale2", {2, 3, 7, 6}},
+      {"upsample_scale3", {2, 3, 5, 4}},
   };
 }
 
@@ -76,6 +103,17 @@ std::unique_ptr<Layer<T>> make_case_layer(const std::string& name, const Shape4&
     return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=5,stride=2,pad=2,bias=false"), in[C], seed);
   if (name == "conv_k3_groups2")
     return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=3,pad=1,groups=2"), in[C], seed);
+  if (name == "deconv_k4_stride2_pad1")
+    return std::make_unique<Deconv2d<T>>(Deconv2dOptions::parse("out=4,k=4,stride=2,pad=1"), in[C], seed);
+  if (name == "deconv_k3_dilation2_no_bias")
+    return std::make_unique<Deconv2d<T>>(Deconv2dOptions::parse("out=4,k=3,dilation=2,pad=1,bias=false"), in[C], seed);
+  if (name == "local_k3_pad1") return std::make_unique<LocallyConnected2d<T>>(LocalOptions::parse("out=4,k=3,pad=1"), in, seed);
+  if (name == "local_k3_stride2_team")
+    return std::make_unique<LocallyConnected2d<T>>(LocalOptions::parse("out=4,k=3,stride=2,engine=team"), in, seed);
+  if (name == "lcn_k5") return std::make_unique<LocalContrastNorm<T>>(LcnOptions::parse("k=5"));
+  if (name == "gap") return std::make_unique<GlobalAvgPool<T>>();
+  if (name == "upsample_scale2") return std::make_unique<Upsample<T>>(UpsampleOptions::parse("scale=2"));
+  if (name == "upsample_scale3") return std::make_unique<Upsample<T>>(UpsampleOptions::parse("scale=3"));
   if (name == "batchnorm") return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse(""), in[C]);
   if (name == "batchnorm_stats_all")
     return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse("stats=all"), in[C]);
@@ -116,7 +154,7 @@ std::vector<float> widened(const V& view) {
 }
 
 // One step's results, widened to fp32: y and dx on the grid's rank 0 (empty elsewhere), the
-// reduced parameter gradients on every rank.
+// reduced parameter gradients, whole, on every rank.
 struct Bf16Step {
   std::vector<float> y, dx;
   std::vector<std::vector<float>> grads;
@@ -124,23 +162,23 @@ struct Bf16Step {
 
 // forward(x), backward(dy) of a fresh layer `name` in precision T on `grid`; x and dy are
 // global fp32 arrays (converted to T), whose values matter on the grid's rank 0. A layer
-// whose output lives on the head grid (linear) gets its y and dy there.
+// whose output lives on the head grid (linear, gap) gets its y and dy there.
 template <class T>
 Bf16Step run_case(const ProcessGrid& grid, const Bf16Case& c, const HostArray<float>& x_global,
                   const HostArray<float>& dy_global) {
   std::unique_ptr<Layer<T>> layer = make_case_layer<T>(c.name, c.input);
-  for (Parameter<T>* p : layer->params()) p->zero_grad();
   const Shape4 out_shape = layer->output_shape(c.input);
   std::shared_ptr<const ProcessGrid> head;
-  if (c.name == "linear") head = make_head_grid(grid);
+  if (c.name == "linear" || c.name == "gap") head = make_head_grid(grid);
   const ProcessGrid& out_grid = head ? *head : grid;
-  // Linear reads its tile only (the registry's InputHalo::none): x without a halo.
+  // Linear and gap read their tile only (the registry's InputHalo::none): x without a halo.
   auto input = [&](const char* label) {
     return head ? Tensor<T>(grid, c.input, HaloWidths{}, label) : make_input(grid, c.input, *layer, label);
   };
   Tensor<T> x = input("x"), dx = input("dx");
   Tensor<T> y(out_grid, out_shape, HaloWidths{}, "y"), dy(out_grid, out_shape, HaloWidths{}, "dy");
-  layer->place(y.owned_box());
+  layer->place(y.owned_box());  // a locally connected layer's tiled weights exist from here
+  for (Parameter<T>* p : layer->params()) p->zero_grad();
   scatter(as_type<T>(x_global), x);
   scatter(as_type<T>(dy_global), dy);
   layer->forward(x, y);
@@ -148,7 +186,11 @@ Bf16Step run_case(const ProcessGrid& grid, const Bf16Case& c, const HostArray<fl
   reduce_gradients(layer->params(), grid);
   const HostArray<T> y_all = gather(y), dx_all = gather(dx);
   Bf16Step step{widened(y_all), widened(dx_all), {}};
-  for (Parameter<T>* p : layer->params()) step.grads.push_back(widened(p->grad));
+  // Tiled gradients (local) assembled whole, so that any grid compares with one rank.
+  for (Parameter<T>* p : layer->params()) {
+    const std::vector<double> whole = whole_grad(*p, grid);
+    step.grads.emplace_back(whole.begin(), whole.end());
+  }
   return step;
 }
 

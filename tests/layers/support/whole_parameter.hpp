@@ -19,11 +19,15 @@
 
 namespace tessera::layers::testing {
 
-template <class T>
-std::vector<double> whole_tensor(const Parameter<T>& p, const typename Parameter<T>::View& values,
-                                 const ProcessGrid& grid) {
+// `values`: the parameter's value (in T) or its gradient or master (in Compute<T>).
+template <class T, class Values>
+std::vector<double> whole_tensor(const Parameter<T>& p, const Values& values, const ProcessGrid& grid) {
   const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), values);
-  if (p.sharing == Sharing::replicated) return std::vector<double>(host.data(), host.data() + host.size());
+  if (p.sharing == Sharing::replicated) {
+    std::vector<double> copy(host.extent(0));
+    for (std::size_t i = 0; i < copy.size(); ++i) copy[i] = static_cast<double>(host(i));
+    return copy;
+  }
   std::vector<double> whole(Parameter<T>::element_count(p.shape), 0.0);
   for (std::size_t local = 0; local < host.extent(0); ++local) {
     std::size_t global = 0, rest = local, stride = 1;
@@ -33,7 +37,7 @@ std::vector<double> whole_tensor(const Parameter<T>& p, const typename Parameter
       rest /= extent;
       stride *= static_cast<std::size_t>(p.shape[d]);
     }
-    whole[global] = host(local);
+    whole[global] = static_cast<double>(host(local));
   }
   MPI_Allreduce(MPI_IN_PLACE, whole.data(), static_cast<int>(whole.size()), MPI_DOUBLE, MPI_SUM, grid.spatial_comm());
   return whole;

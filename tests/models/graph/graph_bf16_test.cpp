@@ -46,9 +46,12 @@ TEST(GraphBf16, ActivationsHalveParametersKeepFp32MastersAndGradients) {
 TEST(GraphBf16, LayerWithoutBf16IsRefusedByName) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const std::string message = tessera::testing::error_message<std::invalid_argument>(
-      [&] { Sequential<tessera::bf16>("conv(out=2,k=3),lcn,flatten,linear(out=2)", {2, 1, 8, 8}, self, 1); });
-  EXPECT_NE(message.find("layer 1 (lcn"), std::string::npos) << message;
-  EXPECT_NE(message.find("lcn has no bf16 implementation yet (layers in bf16: "), std::string::npos) << message;
+      [&] { Sequential<tessera::bf16>("conv(out=2,k=3),regrid(grid=1x1x1),flatten,linear(out=2)", {2, 1, 8, 8}, self, 1); });
+  EXPECT_NE(message.find("layer 1 (regrid"), std::string::npos) << message;
+  EXPECT_NE(message.find("regrid has no bf16 implementation yet (layers in bf16: "), std::string::npos) << message;
+  // The list names what runs in bf16, deconv, local and lcn among them.
+  for (const char* layer : {"add", "concat", "deconv", "gap", "lcn", "local", "upsample"})
+    EXPECT_NE(message.find(layer), std::string::npos) << layer << " missing from: " << message;
 }
 
 }  // namespace
