@@ -13,18 +13,21 @@
 // weight and bias gradients fp32. Where oneDNN has bf16 kernels for this CPU
 // (onednn_bf16_native(), layers/onednn/onednn_bf16.hpp) the primitives run bf16 with fp32
 // accumulation; elsewhere (oneDNN 2.x refuses bf16 below AVX512) they run fp32 and the
-// staging reorders convert bf16 in and out — the same storage and the same rounding of each
-// result once, only slower, which the trainer says in one line.
+// staging converts bf16 in and out (widening, below: by this file, not oneDNN's reference
+// reorder) — the same storage and the same rounding of each result once, only slower, which
+// the trainer says in one line.
 
 #include <dnnl.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "layers/onednn/bf16_widening.hpp"
 #include "layers/onednn/onednn_bf16.hpp"
 #include "layers/conv_backend.hpp"
 #include "layers/onednn/onednn_execute.hpp"
@@ -147,8 +150,14 @@ class Staging {
   // The memory to give a primitive that reads `user` in format `wanted`.
   memory input(Role role, const memory::desc& wanted, const memory& user, dnnl::stream& stream) {
     if (wanted == user.get_desc()) return user;
+    memory from = user;
+    if (const auto layout = converted_here(user.get_desc(), wanted)) {
+      from = scratch(role, widening::dense_f32(user.get_desc()));
+      widening::widen(*layout, static_cast<const bf16*>(user.get_data_handle()), static_cast<float*>(from.get_data_handle()));
+      if (wanted == from.get_desc()) return from;
+    }
     const memory inner = scratch(role, wanted);
-    run(reorder(user.get_desc(), wanted, Write::overwrite), stream, {arg(DNNL_ARG_FROM, user), arg(DNNL_ARG_TO, inner)});
+    run(reorder(from.get_desc(), wanted, Write::overwrite), stream, {arg(DNNL_ARG_FROM, from), arg(DNNL_ARG_TO, inner)});
     return inner;
   }
 
@@ -158,13 +167,34 @@ class Staging {
     if (write == Write::overwrite && wanted == user.get_desc()) return user;
     return scratch(role, wanted);
   }
-  void deliver(const memory& produced, const memory& user, Write write, dnnl::stream& stream) {
+  void deliver(const memory& produced, const memory& user, Write write, dnnl::stream& stream, Role role) {
     if (write == Write::overwrite && produced.get_data_handle() == user.get_data_handle()) return;
+    if (const auto layout = converted_here(user.get_desc(), produced.get_desc())) {
+      memory dense = produced;
+      const memory::desc dense_desc = widening::dense_f32(user.get_desc());
+      if (!(produced.get_desc() == dense_desc)) {
+        dense = scratch(role, dense_desc);
+        stream.wait();  // the primitive that wrote `produced`
+        run(reorder(produced.get_desc(), dense_desc, Write::overwrite), stream,
+            {arg(DNNL_ARG_FROM, produced), arg(DNNL_ARG_TO, dense)});
+      }
+      stream.wait();
+      widening::narrow(*layout, static_cast<const float*>(dense.get_data_handle()), static_cast<bf16*>(user.get_data_handle()),
+                       1.0f, write == Write::accumulate ? 1.0f : 0.0f);
+      return;
+    }
     run(reorder(produced.get_desc(), user.get_desc(), write), stream,
         {arg(DNNL_ARG_FROM, produced), arg(DNNL_ARG_TO, user)});
   }
 
  private:
+  // The layout of a bf16 user operand that a primitive reads or writes in f32, when this
+  // file converts it (widening namespace); nullopt where oneDNN's reorder does all.
+  static std::optional<widening::Rows> converted_here(const memory::desc& user, const memory::desc& primitive) {
+    if (user.data_type() != Dt::bf16 || primitive.data_type() != Dt::f32) return std::nullopt;
+    return widening::rows_of(user);
+  }
+
   memory scratch(Role role, const memory::desc& desc) {
     for (auto& s : scratch_)
       if (s.role == role && s.buffer.get_desc() == desc) return s.buffer;
@@ -290,7 +320,7 @@ class OnednnConv final : public ConvBackend {
     if (bias)
       args[3] = arg(DNNL_ARG_BIAS, staging_.input(Role::bias, pd.bias, user_.dense(Role::bias, p.user_bias, bias), stream_));
     run(*p.forward, stream_, args, bias ? 4 : 3);
-    staging_.deliver(dst, user_y, Write::overwrite, stream_);
+    staging_.deliver(dst, user_y, Write::overwrite, stream_, Role::destination);
     stream_.wait();
   }
 
@@ -308,7 +338,7 @@ class OnednnConv final : public ConvBackend {
         arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights, user_.dense(Role::weights, p.user_weights, weight), stream_)),
         arg(DNNL_ARG_DIFF_SRC, diff_src)};
     run(*p.data, stream_, args);
-    staging_.deliver(diff_src, user_dx, Write::overwrite, stream_);
+    staging_.deliver(diff_src, user_dx, Write::overwrite, stream_, Role::source);
     stream_.wait();
   }
 
@@ -332,8 +362,8 @@ class OnednnConv final : public ConvBackend {
       args[3] = arg(DNNL_ARG_DIFF_BIAS, diff_bias);
     }
     run(*p.weights, stream_, args, dbias ? 4 : 3);
-    staging_.deliver(diff_weights, user_dw, Write::accumulate, stream_);
-    if (dbias) staging_.deliver(diff_bias, user_db, Write::accumulate, stream_);
+    staging_.deliver(diff_weights, user_dw, Write::accumulate, stream_, Role::weight_gradient);
+    if (dbias) staging_.deliver(diff_bias, user_db, Write::accumulate, stream_, Role::bias_gradient);
     stream_.wait();
   }
 

@@ -4,8 +4,8 @@
 //
 // bf16 (gemm_bf16): a matmul primitive with bf16 sources and an fp32 or bf16 destination
 // where oneDNN has bf16 kernels for this CPU (onednn_bf16_native()); elsewhere the bf16
-// operands are converted to fp32 scratch, sgemm runs, and a bf16 result is rounded once on
-// the way out. Either way products are summed in fp32. Primitives and memory objects are
+// operands are widened to fp32 scratch (bf16_widening.hpp), sgemm runs, and a bf16 result
+// is rounded once on the way out. Either way products are summed in fp32. Primitives and memory objects are
 // made on a shape's first call and kept, like the batched ones.
 
 #include <dnnl.hpp>
@@ -22,6 +22,7 @@
 
 #include "layers/linear_backend.hpp"
 #include "layers/onednn/onednn_execute.hpp"
+#include "layers/onednn/bf16_widening.hpp"
 #include "layers/onednn/onednn_bf16.hpp"
 
 namespace tessera::layers {
@@ -123,10 +124,6 @@ class OnednnLinear final : public LinearBackend {
   struct Mixed {
     memory a, b, c;  // the caller's operands
     std::optional<dnnl::matmul> matmul;  // native bf16
-    // The fallback: op(a), op(b) widened into dense fp32 scratch, sgemm, and for a bf16
-    // result the fp32 product rounded into c with alpha and beta.
-    std::optional<dnnl::reorder> widen_a, widen_b, narrow_c;
-    memory a_wide, b_wide, c_wide;
   };
 
   template <class Out>
@@ -138,21 +135,9 @@ class OnednnLinear final : public LinearBackend {
     using Dt = memory::data_type;
     const memory::desc a_md = matrix_desc(m, k, ta, lda, Dt::bf16), b_md = matrix_desc(k, n, tb, ldb, Dt::bf16);
     const memory::desc c_md({m, n}, dt_of<Out>(), {ldc, 1});
-    Mixed p{memory(a_md, engine_, nullptr), memory(b_md, engine_, nullptr), memory(c_md, engine_, nullptr), {}, {}, {}, {}, {}, {}, {}};
-    if (onednn_bf16_native()) {
+    Mixed p{memory(a_md, engine_, nullptr), memory(b_md, engine_, nullptr), memory(c_md, engine_, nullptr), {}};
+    if (onednn_bf16_native())
       p.matmul.emplace(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), scale_and_sum(alpha, beta), engine_));
-    } else {
-      p.a_wide = memory(memory::desc({m, k}, Dt::f32, {std::max<std::int64_t>(k, 1), 1}), engine_, nullptr);
-      p.b_wide = memory(memory::desc({k, n}, Dt::f32, {n, 1}), engine_, nullptr);
-      if (k > 0) {  // oneDNN refuses empty memories in a reorder
-        p.widen_a.emplace(dnnl::reorder::primitive_desc(engine_, a_md, engine_, p.a_wide.get_desc()));
-        p.widen_b.emplace(dnnl::reorder::primitive_desc(engine_, b_md, engine_, p.b_wide.get_desc()));
-      }
-      if constexpr (std::is_same_v<Out, bf16>) {
-        p.c_wide = memory(memory::desc({m, n}, Dt::f32, {n, 1}), engine_, nullptr);
-        p.narrow_c.emplace(dnnl::reorder::primitive_desc(engine_, p.c_wide.get_desc(), engine_, c_md, scale_and_sum(alpha, beta)));
-      }
-    }
     return mixed_.emplace(key, std::move(p)).first->second;
   }
 
@@ -171,27 +156,23 @@ class OnednnLinear final : public LinearBackend {
       stream_.wait();
       return;
     }
-    // No bf16 kernels here: widen op(a) and op(b) into dense fp32 scratch, sgemm, then round.
-    // The scratch only grows, shared by every shape; its memory objects are re-pointed.
+    // No bf16 kernels here: widen a and b as stored into dense fp32 scratch
+    // (layers/onednn/bf16_widening.hpp: oneDNN would transpose and convert in its reference
+    // reorder), sgemm with the same transposes, then round. The scratch only grows.
     grow(a_f32_, m * k);
     grow(b_f32_, k * n);
-    p.a_wide.set_data_handle(a_f32_.data());
-    p.b_wide.set_data_handle(b_f32_.data());
-    if (p.widen_a) {
-      onednn::run(*p.widen_a, stream_, {arg(DNNL_ARG_FROM, p.a), arg(DNNL_ARG_TO, p.a_wide)});
-      onednn::run(*p.widen_b, stream_, {arg(DNNL_ARG_FROM, p.b), arg(DNNL_ARG_TO, p.b_wide)});
-      stream_.wait();
-    }
-    const std::int64_t lda_wide = std::max<std::int64_t>(k, 1);
+    const bool at = ta == Transpose::yes, bt = tb == Transpose::yes;
+    const widening::Rows a_rows = widening::matrix_rows(at ? k : m, at ? m : k, lda);
+    const widening::Rows b_rows = widening::matrix_rows(bt ? n : k, bt ? k : n, ldb);
+    widening::widen(a_rows, a, a_f32_.data());
+    widening::widen(b_rows, b, b_f32_.data());
+    const std::int64_t lda_wide = std::max<std::int64_t>(a_rows.width, 1), ldb_wide = std::max<std::int64_t>(b_rows.width, 1);
     if constexpr (std::is_same_v<Out, float>) {
-      gemm(Transpose::no, Transpose::no, m, n, k, alpha, a_f32_.data(), lda_wide, b_f32_.data(), n, beta, c, ldc);
+      gemm(ta, tb, m, n, k, alpha, a_f32_.data(), lda_wide, b_f32_.data(), ldb_wide, beta, c, ldc);
     } else {
       grow(c_f32_, m * n);
-      gemm(Transpose::no, Transpose::no, m, n, k, 1.0f, a_f32_.data(), lda_wide, b_f32_.data(), n, 0.0f, c_f32_.data(),
-           n);
-      p.c_wide.set_data_handle(c_f32_.data());
-      onednn::run(*p.narrow_c, stream_, {arg(DNNL_ARG_FROM, p.c_wide), arg(DNNL_ARG_TO, p.c)});
-      stream_.wait();
+      gemm(ta, tb, m, n, k, 1.0f, a_f32_.data(), lda_wide, b_f32_.data(), ldb_wide, 0.0f, c_f32_.data(), std::max<std::int64_t>(n, 1));
+      widening::narrow(widening::matrix_rows(m, n, ldc), c_f32_.data(), c, alpha, beta);
     }
   }
 
