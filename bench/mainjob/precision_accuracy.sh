@@ -40,11 +40,7 @@ limit="${LIMIT:-0}" && whole LIMIT "$limit"
 seed="${SEED:-$(demo_setting seed "$("$train" --help | sed -n 's/^ *--seed arg (=\([0-9]*\)).*/\1/p')")}"
 whole SEED "$seed"
 
-source_dir="${SOURCE:-/usr/share/datasets/fashion-mnist}"
-if [[ ! -f $source_dir/train-images-idx3-ubyte.gz || ! -f $source_dir/t10k-images-idx3-ubyte.gz ]]; then
-  echo "tessera: skip: no Fashion-MNIST IDX files in $source_dir (install dataset-fashion-mnist)" >&2
-  exit 77
-fi
+source_dir="$(fashion_mnist_source)" || exit 77
 
 model="$(demo_setting model)"
 optimizer="$(demo_setting optimizer)"

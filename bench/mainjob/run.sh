@@ -56,11 +56,7 @@ case "${PRECISION:-fp32}" in
   *) die "PRECISION must be fp32, bf16 or both, got '$PRECISION'" ;;
 esac
 make_data="$build/apps/data/tessera-data"
-source_dir="${SOURCE:-/usr/share/datasets/fashion-mnist}"
-if [[ ! -f $source_dir/train-images-idx3-ubyte.gz || ! -f $source_dir/train-labels-idx1-ubyte.gz ]]; then
-  echo "tessera: skip: no Fashion-MNIST IDX files in $source_dir (install dataset-fashion-mnist)" >&2
-  exit 77
-fi
+source_dir="$(fashion_mnist_source)" || exit 77
 
 # The demo's settings (scripts/lib/common.sh's demo_setting: the config scripts/demo.sh writes).
 model="$(demo_setting model)"

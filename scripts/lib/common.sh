@@ -89,6 +89,20 @@ demo_grid() {
   fi
 }
 
+# The directory of the Fashion-MNIST IDX files (SOURCE, default Debian's
+# dataset-fashion-mnist). Where they are missing it says so and fails with 77, the skip
+# code: use as  source_dir="$(fashion_mnist_source)" || exit 77
+fashion_mnist_source() {
+  local dir="${SOURCE:-/usr/share/datasets/fashion-mnist}" file
+  for file in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+    if [[ ! -f $dir/$file ]]; then
+      echo "tessera: skip: no Fashion-MNIST IDX files in $dir (install dataset-fashion-mnist)" >&2
+      return 77
+    fi
+  done
+  printf '%s\n' "$dir"
+}
+
 # One of the demo's settings: the value of the `key = value` line <key> of the config
 # scripts/demo.sh writes; <default> when it sets none (no default: an error).
 #   demo_setting <key> [default]
