@@ -5,14 +5,19 @@
 # training step on 4 ranks over the N hosts next to the model's prediction from those numbers
 # (--timings, --machine). Appends bench_scaling's JSON line to OUT and prints the comparison.
 #   link_model.sh BENCH_SCALING WORK_DIR OUT_JSONL [MODEL SHAPE GRID]
+# RANKS (default 4) sets the step's rank count, spread evenly over the hosts; GRID defaults to
+# 1xRANKSx1. With no more ranks than cores no rank waits for a core, which the model does not
+# model: only then do its link terms meet a measurement undisturbed.
 set -uo pipefail
 source "$MH_LIB"
 bench=$1 dir=$2 out=$3
 model=${4:-"conv(out=8,k=3,pad=1),relu,conv(out=8,k=3,pad=1),relu,flatten,linear(out=16)"}
 shape=${5:-4x1x96x96}
-grid=${6:-1x4x1}
+ranks=${RANKS:-4}
+grid=${6:-1x${ranks}x1}
 hosts=$(wc -w <<<"$MH_HOSTS")
-per_host=$((4 / hosts))
+((ranks % hosts == 0)) || fail "RANKS ($ranks) must be a multiple of the host count ($hosts)"
+per_host=$((ranks / hosts))
 mkdir -p "$dir"
 export OMP_NUM_THREADS=1
 
@@ -20,16 +25,16 @@ on_host h1 mpiexec -n 1 "$bench" --model "$model" --shape "$shape" --grid 1x1x1 
   --profile "$dir/profile.txt" >"$dir/profile.json" || fail "profiling the layers failed"
 srun_on -N 2 -n 2 --ntasks-per-node=1 "$bench" --measure-links "$dir/links.txt" || fail "the ping-pong failed"
 grep -q '^inter_bandwidth ' "$dir/links.txt" || fail "the ping-pong did not run between two hosts: $(cat "$dir/links.txt")"
-# The hosts share this machine's cores: each rank gets cores / 4 of them, so the model is told
+# The hosts share this machine's cores: each rank gets cores / ranks of them, so the model is told
 # that (devices_per_rank) and how many ranks each host holds.
 cores=$(getconf _NPROCESSORS_ONLN)
 {
   cat "$dir/links.txt"
   echo "ranks_per_node $per_host"
   echo "devices_per_node 1"
-  awk -v c="$cores" 'BEGIN { printf "devices_per_rank %g\n", (c / 4 > 1 ? 1 : c / 4) }'
+  awk -v c="$cores" -v r="$ranks" 'BEGIN { printf "devices_per_rank %g\n", (c / r > 1 ? 1 : c / r) }'
 } >"$dir/machine.txt"
-srun_on -N "$hosts" -n 4 --ntasks-per-node="$per_host" "$bench" --model "$model" --shape "$shape" --grid "$grid" \
+srun_on -N "$hosts" -n "$ranks" --ntasks-per-node="$per_host" "$bench" --model "$model" --shape "$shape" --grid "$grid" \
   --warmup 1 --repeats 5 --timings "$dir/profile.txt" --machine "$dir/machine.txt" \
   --label "hosts=$hosts link=$MH_LINK_PROFILE" >"$dir/step.json" &
 job=$!
