@@ -173,12 +173,11 @@ class Staging {
       memory dense = produced;
       const memory::desc dense_desc = widening::dense_f32(user.get_desc());
       if (!(produced.get_desc() == dense_desc)) {
-        dense = scratch(role, dense_desc);
-        stream.wait();  // the primitive that wrote `produced`
+        dense = scratch(role, dense_desc);  // the in-order stream runs this after the primitive
         run(reorder(produced.get_desc(), dense_desc, Write::overwrite), stream,
             {arg(DNNL_ARG_FROM, produced), arg(DNNL_ARG_TO, dense)});
       }
-      stream.wait();
+      stream.wait();  // the host loop reads what the stream wrote
       widening::narrow(*layout, static_cast<const float*>(dense.get_data_handle()), static_cast<bf16*>(user.get_data_handle()),
                        1.0f, write == Write::accumulate ? 1.0f : 0.0f);
       return;
