@@ -57,14 +57,7 @@ cores="$(getconf _NPROCESSORS_ONLN)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-if ((limit > 0)); then
-  data="$work/data"
-  "$make_data" fashion-mnist --source "$source_dir" --out "$data" --limit "$limit" >/dev/null
-else
-  data="$build/data/fashion-mnist"
-  [[ -f $data/fashion-mnist-train.h5 && -f $data/fashion-mnist-test.h5 ]] \
-    || "$make_data" fashion-mnist --source "$source_dir" --out "$data"
-fi
+data="$(fashion_mnist_h5 "$make_data" "$source_dir" "$build" "$work" "$limit")" || die "making the Fashion-MNIST HDF5 files failed"
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_start="$(load)"

@@ -103,6 +103,24 @@ fashion_mnist_source() {
   printf '%s\n' "$dir"
 }
 
+# The demo's HDF5 data set, printed as its directory: made with MAKE_DATA (tessera-data) from
+# the IDX files in SOURCE_DIR into BUILD/data/fashion-mnist when missing there, or, with
+# LIMIT > 0, a set of the first LIMIT images made in SCRATCH (a smoke test's).
+#   fashion_mnist_h5 MAKE_DATA SOURCE_DIR BUILD SCRATCH LIMIT
+fashion_mnist_h5() {
+  local make_data="$1" source_dir="$2" build="$3" scratch="$4" limit="$5" data
+  if ((limit > 0)); then
+    data="$scratch/data"
+    "$make_data" fashion-mnist --source "$source_dir" --out "$data" --limit "$limit" >/dev/null || return 1
+  else
+    data="$build/data/fashion-mnist"
+    if [[ ! -f $data/fashion-mnist-train.h5 || ! -f $data/fashion-mnist-test.h5 ]]; then
+      "$make_data" fashion-mnist --source "$source_dir" --out "$data" >&2 || return 1
+    fi
+  fi
+  printf '%s\n' "$data"
+}
+
 # One of the demo's settings: the value of the `key = value` line <key> of the config
 # scripts/demo.sh writes; <default> when it sets none (no default: an error).
 #   demo_setting <key> [default]
