@@ -8,26 +8,20 @@
 // KOKKOS_LAMBDA launch (nvcc's wrapper copies a host-device lambda to the heap) and another
 // to each policy built without an execution space instance (Kokkos 3.4's default Cuda()
 // allocates a shared-pointer control block): the kernels are functors, launched on one held
-// instance. Host views go a row per iteration (contiguous inner loop); device views a cell
-// per thread with w fastest, so a warp writes consecutive addresses.
+// instance (distarray/held_instance.hpp). Host views go a row per iteration (contiguous
+// inner loop); device views a cell per thread with w fastest, so a warp writes consecutive
+// addresses.
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 
 namespace tessera {
 
 namespace fill_detail {
-
-// One instance per execution space, made on first use: policies built on a copy of it
-// share its control block instead of allocating one.
-template <class Exec>
-const Exec& instance() {
-  static const Exec exec;
-  return exec;
-}
 
 template <class View>
 struct Fill1 {
@@ -65,7 +59,7 @@ template <class View>
 void fill(const View& v, typename View::non_const_value_type value) {
   using Exec = typename View::execution_space;
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
-  const Exec& exec = fill_detail::instance<Exec>();
+  const Exec& exec = held_instance<Exec>();
   if constexpr (View::rank == 1) {
     Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(exec, 0, std::int64_t(v.extent(0))),
                          fill_detail::Fill1<View>{v, value});
