@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "distarray/cuda_launch_check.hpp"
+#include "distarray/finalize_guard.hpp"
 #include "distarray/mpi_progress.hpp"
 #include "tessera_config.hpp"
 #if TESSERA_ENABLE_CUDA
@@ -91,6 +92,12 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &config_.world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &config_.world_size);
+  try {
+    finalize_timeout_ = finalize_timeout(std::getenv("TESSERA_FINALIZE_TIMEOUT"));
+  } catch (...) {
+    if (owns_mpi_) MPI_Finalize();
+    throw;
+  }
 
   MPI_Comm node;
   check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, config_.world_rank,
@@ -129,7 +136,7 @@ Runtime::~Runtime() {
   if (owns_mpi_) {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (!finalized) run_with_deadline([] { MPI_Finalize(); }, finalize_timeout_, config_.world_rank, exit_status_);
   }
 }
 

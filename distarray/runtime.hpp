@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <string>
 
 namespace tessera {
@@ -43,9 +44,19 @@ class Runtime {
   // True between construction and destruction of the (single) Runtime.
   static bool active();
 
+  // Records how the program ends and returns it (`return runtime.finish_with(run(...));`).
+  // The status is used only where MPI_Finalize must be abandoned past its deadline
+  // (distarray/finalize_guard.hpp); until set it is 1, so an unset one never reads as success.
+  int finish_with(int status) {
+    exit_status_ = status;
+    return status;
+  }
+
  private:
   RuntimeConfig config_;
   bool owns_mpi_ = false;
+  std::chrono::seconds finalize_timeout_{60};
+  int exit_status_ = 1;
 };
 
 // Host threads for one rank: OMP_NUM_THREADS if set (and valid), else the CPUs this rank

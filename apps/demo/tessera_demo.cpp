@@ -142,11 +142,11 @@ int main(int argc, char** argv) {
   try {
     Runtime runtime(argc, argv, RuntimeOptions{opt.verbose});
     try {
-      return run(runtime, opt);
+      return runtime.finish_with(run(runtime, opt));
     } catch (const std::exception& e) {
       // Option and grid errors are found alike on every rank; rank 0 says it once.
       if (runtime.rank() == 0) std::fprintf(stderr, "tessera-demo: error: %s\n", e.what());
-      return 2;
+      return runtime.finish_with(2);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera-demo: error: %s\n", e.what());

@@ -208,10 +208,10 @@ int main(int argc, char** argv) {
     auto fail = [&](const std::exception& e, int status) {
       std::fflush(stdout);
       if (runtime.rank() == 0) std::fprintf(stderr, "tessera-train: error: %s\n", e.what());
-      return status;
+      return runtime.finish_with(status);
     };
     try {
-      return run(runtime, options);
+      return runtime.finish_with(run(runtime, options));
     } catch (const models::OutOfMemory& e) {
       // Possibly this rank alone: the others may wait in a collective, so end them all.
       std::fflush(stdout);

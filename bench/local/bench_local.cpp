@@ -155,12 +155,12 @@ int main(int argc, char** argv) {
     options = parse(argc, argv);
   } catch (const std::exception& e) {
     if (runtime.rank() == 0) std::fprintf(stderr, "bench_local: %s\n%s", e.what(), kUsage);
-    return 2;
+    return runtime.finish_with(2);
   }
   try {
-    return run(runtime, options);
+    return runtime.finish_with(run(runtime, options));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_local (rank %d): %s\n", runtime.rank(), e.what());
-    return 1;
+    return runtime.finish_with(1);
   }
 }

@@ -104,9 +104,9 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   tessera::Runtime runtime(argc, argv);
   try {
-    return run(argc, argv);
+    return runtime.finish_with(run(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_scaling_project: %s\n", e.what());
-    return 2;
+    return runtime.finish_with(2);
   }
 }

@@ -20,17 +20,17 @@ int benchmark_main(int argc, char** argv, const char* name, const char* usage, c
     options = parse(runtime);
   } catch (const std::exception& e) {
     if (runtime.rank() == 0) std::fprintf(stderr, "%s: %s\n%s", name, e.what(), usage);
-    return 2;
+    return runtime.finish_with(2);
   }
   if (options.help) {
     if (runtime.rank() == 0) std::printf("%s", usage);
-    return 0;
+    return runtime.finish_with(0);
   }
   try {
-    return run(runtime, options);
+    return runtime.finish_with(run(runtime, options));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s (rank %d): %s\n", name, runtime.rank(), e.what());
-    return 1;
+    return runtime.finish_with(1);
   }
 }
 

@@ -85,5 +85,5 @@ int main(int argc, char** argv) {
     std::printf("tessera: %zu test(s) failed on at least one of %d rank(s)\n",
                 agreement->failures().size(), runtime.size());
   std::fflush(stdout);
-  return global_failed;
+  return runtime.finish_with(global_failed);
 }

@@ -72,7 +72,7 @@ int check(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     Runtime runtime(argc, argv);
-    return check(argc, argv);
+    return runtime.finish_with(check(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_check_sgd_step: %s\n", e.what());
     return 1;
