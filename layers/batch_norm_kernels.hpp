@@ -18,6 +18,7 @@
 #include "distarray/fill.hpp"
 #include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
+#include "layers/blocked_sums.hpp"
 #include "layers/cell_loop.hpp"
 
 namespace tessera::layers::batch_norm {
@@ -36,11 +37,8 @@ using ChannelTable = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::DefaultExecu
 // Host: one parallel reduction over the (n, c) planes into all 2C sums at once, so every
 // thread has work whatever C is; each row is summed in T by the vectorised row loop, the
 // rows in double (a row's rounding error is that of ~W/8 additions in T, the sum over rows
-// that of double). CUDA: two passes, so that a few channels still fill the GPU: first one
-// team per (channel, block of kBlockCells cells), reducing its cells flattened with w
-// fastest (consecutive threads read consecutive addresses) into a partial sum in double;
-// then one thread per sum adds its channel's partials in block order. Fixed blocks and a
-// fixed order keep the result the same from run to run (no atomics).
+// that of double). CUDA: layers/blocked_sums.hpp's two deterministic passes, so that a
+// few channels still fill the GPU.
 namespace detail {
 
 template <class Op>
@@ -71,91 +69,45 @@ struct HostChannelSums {
   }
 };
 
-// Cells of one channel per team of the first device pass.
-constexpr std::int64_t kBlockCells = 4096;
-
-template <class Exec>
-using PartialSums = Kokkos::View<double***, Kokkos::LayoutRight, typename Exec::memory_space>;  // (2, C, blocks)
-
-template <class Exec, class Op>
-struct BlockChannelSums {
-  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+// The cells of the device passes (layers/blocked_sums.hpp): group g < 2C is moment g / C
+// (0: first, 1: second) of channel g % C; cell i of a channel is (n, h, w) flattened with
+// w fastest, so that consecutive threads read consecutive addresses.
+template <class Op>
+struct MomentCells {
   Op op;
-  std::int64_t height, width;
-  std::int64_t per_channel;
-  std::int64_t blocks;
-  PartialSums<Exec> partial;
-
-  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const std::int64_t c = team.league_rank() / blocks, b = team.league_rank() % blocks;
-    const std::int64_t lo = b * kBlockCells;
-    const std::int64_t count = (per_channel - lo < kBlockCells ? per_channel - lo : kBlockCells);
-    const std::int64_t plane = height * width;
-    double first = 0, second = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, count),
-        [&](const std::int64_t j, double& s) {
-          const std::int64_t i = lo + j;
-          s += static_cast<double>(op(i / plane, c, (i / width) % height)(i % width).first);
-        },
-        first);
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, count),
-        [&](const std::int64_t j, double& s) {
-          const std::int64_t i = lo + j;
-          s += static_cast<double>(op(i / plane, c, (i / width) % height)(i % width).second);
-        },
-        second);
-    Kokkos::single(Kokkos::PerTeam(team), [&] {
-      partial(0, c, b) = first;
-      partial(1, c, b) = second;
-    });
+  std::int64_t channels, height, width;
+  KOKKOS_INLINE_FUNCTION double operator()(const std::int64_t g, const std::int64_t i) const {
+    const std::int64_t c = g % channels, plane = height * width;
+    const auto moments = op(i / plane, c, (i / width) % height)(i % width);
+    return static_cast<double>(g < channels ? moments.first : moments.second);
   }
 };
 
-template <class Exec, class Table>
-struct FoldBlocks {
-  PartialSums<Exec> partial;
+template <class Table>
+struct StoreMoments {
   Table sums;
-  std::int64_t channels, blocks;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
-    const std::int64_t which = i / channels, c = i % channels;
-    double s = 0;
-    for (std::int64_t b = 0; b < blocks; ++b) s += partial(which, c, b);
-    sums(which, c) = s;
+  std::int64_t channels;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t g, const double s) const {
+    sums(g / channels, g % channels) = s;
   }
 };
 
 }  // namespace detail
 
 // The device passes on any execution space (tests run them on the host): sums (2, C) from
-// op over extents e; `partial` is grown to (2, C, blocks) when smaller, never shrunk.
+// op over extents e; `partial` is grown when smaller, never shrunk.
 template <class Exec, class Op, class Table>
-void blocked_channel_sums(const Op& op, const CellExtents& e, const Table& sums, detail::PartialSums<Exec>& partial) {
+void blocked_channel_sums(const Op& op, const CellExtents& e, const Table& sums, BlockPartials<Exec>& partial) {
   const std::int64_t channels = static_cast<std::int64_t>(sums.extent(1));
-  const std::int64_t per_channel = e.n * e.h * e.w;
-  const std::int64_t blocks = per_channel == 0 ? 1 : (per_channel + detail::kBlockCells - 1) / detail::kBlockCells;
-  const auto had_channels = static_cast<std::int64_t>(partial.extent(1)), had_blocks = static_cast<std::int64_t>(partial.extent(2));
-  if (had_channels < channels || had_blocks < blocks)  // grows to cover every call so far
-    partial = detail::PartialSums<Exec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::batch_norm::partial"), 2,
-                                        static_cast<std::size_t>(had_channels > channels ? had_channels : channels),
-                                        static_cast<std::size_t>(had_blocks > blocks ? had_blocks : blocks));
-  const Exec& exec = held_instance<Exec>();
   if (channels == 0) return;
-  Kokkos::parallel_for(kernel_label("tessera::batch_norm::block_sums"),
-                       Kokkos::TeamPolicy<Exec>(exec, static_cast<int>(channels * blocks), Kokkos::AUTO),
-                       detail::BlockChannelSums<Exec, Op>{op, e.h, e.w, per_channel, blocks, partial});
-  Kokkos::parallel_for(kernel_label("tessera::batch_norm::fold_blocks"),
-                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, 2 * channels),
-                       detail::FoldBlocks<Exec, Table>{partial, sums, channels, blocks});
+  blocked_sums<Exec>("tessera::batch_norm::block_sums", "tessera::batch_norm::fold_blocks", 2 * channels,
+                     e.n * e.h * e.w, detail::MomentCells<Op>{op, channels, e.h, e.w},
+                     detail::StoreMoments<Table>{sums, channels}, partial);
 }
 
-namespace detail {
-
-}  // namespace detail
 
 // Scratch of the device passes (empty on the host), kept by the caller between calls.
-using ChannelSumsScratch = detail::PartialSums<Kokkos::DefaultExecutionSpace>;
+using ChannelSumsScratch = BlockPartials<Kokkos::DefaultExecutionSpace>;
 
 template <class Op>
 void channel_sums(const Op& op, const CellExtents& e, const ChannelTable<double>& sums, ChannelSumsScratch& scratch) {

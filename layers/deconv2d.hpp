@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "distarray/kernel_label.hpp"
+#include "layers/blocked_sums.hpp"
 #include "layers/cell_loop.hpp"
 #include "layers/conv_backend.hpp"
 #include "layers/deconv2d_options.hpp"
@@ -103,25 +104,34 @@ void shifted_copy(const char* label, const Src& src, const Dst& dst, Int row_shi
                                     Int(dst.extent(3)), row_shift, col_shift, base});
 }
 
-// sums(c) += the sum of dy(n, c, h, w) over n, h, w, in double: one team per channel.
-template <class Grad, class Sums>
-struct AddChannelSums {
+// The device passes (layers/blocked_sums.hpp): cell i of channel c is dy's (n, h, w)
+// flattened with w fastest; the channel's sum is added to sums(c).
+template <class Grad>
+struct ChannelCells {
   Grad dy;
-  Sums sums;
-  using Team = Kokkos::TeamPolicy<>::member_type;
-  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const Int c = team.league_rank();
-    const Int rows = Int(dy.extent(2)), cols = Int(dy.extent(3));
-    double total = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, Int(dy.extent(0)) * rows * cols),
-        [&](const Int i, double& s) {
-          s += static_cast<double>(dy(i / (rows * cols), c, (i / cols) % rows, i % cols));
-        },
-        total);
-    Kokkos::single(Kokkos::PerTeam(team), [&] { sums(c) += static_cast<typename Sums::value_type>(total); });
+  Int rows, cols;
+  KOKKOS_INLINE_FUNCTION double operator()(const std::int64_t c, const std::int64_t i) const {
+    return static_cast<double>(dy(i / (rows * cols), c, (i / cols) % rows, i % cols));
   }
 };
+
+template <class Sums>
+struct AddToSums {
+  Sums sums;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t c, const double s) const {
+    sums(c) += static_cast<typename Sums::non_const_value_type>(s);
+  }
+};
+
+// sums(c) += the sum of dy(n, c, h, w) over n, h, w, in double, by the device passes on any
+// execution space (tests run them on the host).
+template <class Exec, class Grad, class Sums>
+void blocked_channel_sums(const Grad& dy, const Sums& sums, BlockPartials<Exec>& scratch) {
+  const CellExtents e = extents_of(dy);
+  blocked_sums<Exec>("tessera::deconv_bias_gradient::blocks", "tessera::deconv_bias_gradient::fold",
+                     Int(sums.extent(0)), e.n * e.h * e.w, ChannelCells<Grad>{dy, e.h, e.w}, AddToSums<Sums>{sums},
+                     scratch);
+}
 
 // Host: the same sums, a channel per iteration, each plane by host_plane_sum (vectorised).
 template <class T, class Sums>
@@ -136,8 +146,10 @@ struct HostAddChannelSums {
   }
 };
 
+// The bias gradient: sums(c) += the sum of dy over (n, h, w). `scratch`: the device passes'
+// partials, kept by the layer (unused on the host).
 template <class Grad, class Sums>
-void add_channel_sums(const Grad& dy, const Sums& sums) {
+void add_channel_sums(const Grad& dy, const Sums& sums, BlockPartials<Kokkos::DefaultExecutionSpace>& scratch) {
   if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
     using T = typename Grad::value_type;
     const CellExtents e = extents_of(dy);
@@ -145,9 +157,7 @@ void add_channel_sums(const Grad& dy, const Sums& sums) {
                          Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, Int(sums.extent(0))),
                          HostAddChannelSums<std::remove_const_t<T>, Sums>{rows_of(dy), sums, e.n, e.h, e.w});
   } else {
-    const Kokkos::TeamPolicy<> one_team_per_channel(static_cast<int>(sums.extent(0)), Kokkos::AUTO);
-    Kokkos::parallel_for(kernel_label("tessera::deconv_bias_gradient"), one_team_per_channel,
-                         AddChannelSums<Grad, Sums>{dy, sums});
+    blocked_channel_sums<Kokkos::DefaultExecutionSpace>(dy, sums, scratch);
   }
 }
 
@@ -251,7 +261,7 @@ class Deconv2d final : public Layer<T> {
           if (full_dy)
             conv_backward_weights<T>(*backend_, g, tensor_ref<const T>(*full_dy), tensor_ref<const T>(x.local(window)),
                                      weight_.grad.data(), nullptr);
-          if (bias_) deconv_kernels::add_channel_sums(dy.owned(), bias_->grad);
+          if (bias_) deconv_kernels::add_channel_sums(dy.owned(), bias_->grad, bias_sums_);
         });
   }
 
@@ -321,6 +331,7 @@ class Deconv2d final : public Layer<T> {
   Windowed<T> windowed_;
   std::optional<Tensor<T>> saved_x_;
   Kokkos::View<T*, MemorySpace> buffer_;
+  BlockPartials<Kokkos::DefaultExecutionSpace> bias_sums_;  // the bias gradient's device partials
 };
 
 }  // namespace tessera::layers

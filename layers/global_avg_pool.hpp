@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "distarray/kernel_label.hpp"
+#include "layers/blocked_sums.hpp"
 #include "layers/cell_loop.hpp"
 #include "layers/group_sum.hpp"
 #include "layers/head_grid.hpp"
@@ -32,24 +33,33 @@ namespace tessera::layers {
 
 namespace gap_kernels {
 
-// sums(n, c) = sum of x(n, c, :, :) over this rank's tile, in double: a team per (n, c)
-// plane, its threads striding the plane with w fastest (device builds).
-template <class In, class Out>
-struct TileSum {
+// sums(n, c) = sum of x(n, c, :, :) over this rank's tile, in double, by the device passes
+// (layers/blocked_sums.hpp; tests run them on the host): group g is the plane (g / C, g % C),
+// its cells flattened with w fastest.
+template <class In>
+struct PlaneCells {
   In x;
-  Out sums;
-  std::int64_t channels;
-  using Team = Kokkos::TeamPolicy<>::member_type;
-  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const std::int64_t n = team.league_rank() / channels, c = team.league_rank() % channels;
-    const std::int64_t width = std::int64_t(x.extent(3));
-    double total = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, std::int64_t(x.extent(2)) * width),
-        [&](const std::int64_t i, double& s) { s += static_cast<double>(x(n, c, i / width, i % width)); }, total);
-    Kokkos::single(Kokkos::PerTeam(team), [&] { sums(n, c) = static_cast<typename Out::value_type>(total); });
+  std::int64_t channels, width;
+  KOKKOS_INLINE_FUNCTION double operator()(const std::int64_t g, const std::int64_t i) const {
+    return static_cast<double>(x(g / channels, g % channels, i / width, i % width));
   }
 };
+
+template <class Out>
+struct StorePlaneSum {
+  Out sums;
+  std::int64_t channels;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t g, const double s) const {
+    sums(g / channels, g % channels) = static_cast<typename Out::non_const_value_type>(s);
+  }
+};
+
+template <class Exec, class In, class Out>
+void blocked_tile_sums(const In& x, const Out& sums, BlockPartials<Exec>& scratch) {
+  const CellExtents e = extents_of(x);
+  blocked_sums<Exec>("tessera::gap_tile_sum::blocks", "tessera::gap_tile_sum::fold", e.n * e.c, e.h * e.w,
+                     PlaneCells<In>{x, e.c, e.w}, StorePlaneSum<Out>{sums, e.c}, scratch);
+}
 
 // y(n, c, 0, 0) = sums(n, c) * factor: the mean.
 template <class Sums, class Out>
@@ -62,7 +72,7 @@ struct Mean {
   }
 };
 
-// Host: sums(n, c) as TileSum, by host_plane_sum (cell_loop.hpp: vectorised, fp32 within
+// Host: sums(n, c) as blocked_tile_sums, by host_plane_sum (cell_loop.hpp: vectorised, fp32 within
 // blocks of 1024 cells, double across them).
 template <class T, class Out>
 struct HostTileSum {
@@ -121,16 +131,15 @@ class GlobalAvgPool final : public Layer<T> {
     check_head(x, y, "y");
     const Box owned = x.owned_box();
     const Shape4& image = x.distribution().global_shape();
-    const Sums& sums = sized(sums_, "tessera::gap_sums", owned.extent(N), owned.extent(C));  // TileSum writes all
+    const Sums& sums = sized(sums_, "tessera::gap_sums", owned.extent(N), owned.extent(C));  // the tile sums write all
     const auto xs = x.owned();
     const auto ys = y.owned();
     const CellExtents e = extents_of(xs);
     if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
       Kokkos::parallel_for(kernel_label("tessera::gap_tile_sum"), Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>(0, e.n * e.c),
                            gap_kernels::HostTileSum<T, Sums>{rows_of(xs), sums, e.c, e.h, e.w});
-    } else if (e.n * e.c > 0) {
-      Kokkos::parallel_for(kernel_label("tessera::gap_tile_sum"), Kokkos::TeamPolicy<>(static_cast<int>(e.n * e.c), Kokkos::AUTO),
-                           gap_kernels::TileSum<decltype(xs), Sums>{xs, sums, e.c});
+    } else {
+      gap_kernels::blocked_tile_sums<Kokkos::DefaultExecutionSpace>(xs, sums, tile_sums_);
     }
     sums_staging_.sum(sums, x.grid(), SumGroup::spatial, "gap");
     for_each_cell("tessera::gap_mean", CellExtents{owned.extent(N), owned.extent(C), 1, 1},
@@ -164,6 +173,7 @@ class GlobalAvgPool final : public Layer<T> {
   using Sums = Kokkos::View<Compute<T>**, Kokkos::LayoutRight, memory_space>;
   std::optional<Distribution> input_distribution_;
   Sums sums_;  // per-sample, per-channel tile sums; kept between steps (scratch.hpp)
+  BlockPartials<Kokkos::DefaultExecutionSpace> tile_sums_;  // the device passes' partials
   GroupSum<Compute<T>> sums_staging_;
 };
 

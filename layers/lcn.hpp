@@ -97,7 +97,7 @@ class LocalContrastNorm final : public Layer<T> {
       lcn::local_mean(xs, mean, st, grown(part, image), samples);
       lcn::local_sigma(xs, mean, sigma, st, part, samples);
     });
-    lcn::region_sums(sigma, mu_, own, 1.0);
+    lcn::region_sums(sigma, mu_, own, 1.0, block_sums_);
     sums_staging_.sum(mu_, x.grid(), SumGroup::spatial, "lcn");
     lcn::scale(mu_, 1.0 / static_cast<double>(image[H] * image[W]));
     lcn::normalize(xs, mean, sigma, mu_, lcn::at(y.owned(), own.h0, own.w0), own, samples, image[C], kLcnFloor);
@@ -131,7 +131,7 @@ class LocalContrastNorm final : public Layer<T> {
           const auto dys = lcn::at(dy.owned(), own.h0, own.w0);
           const auto grad = lcn::at(grad_, own.h0, own.w0), ring_grad = lcn::at(ring_grad_, ring.h0, ring.w0);
           const auto dv = lcn::at(dv_, ring.h0, ring.w0);
-          lcn::divisor_gradient(xs, mean, sigma, mu_, dys, grad, dmu, own, image[C], kLcnFloor);
+          lcn::divisor_gradient(xs, mean, sigma, mu_, dys, grad, dmu, own, image[C], kLcnFloor, block_sums_);
           sums_staging_.sum(dmu, dx.grid(), SumGroup::spatial, "lcn");
           lcn::sigma_gradient(sigma, grad, dmu, st, own, samples, 1.0 / static_cast<double>(image[H] * image[W]));
           lcn::centred_gradient(xs, mean, sigma, mu_, dys, grad, dv, st, ring, own, samples, kLcnFloor);
@@ -175,6 +175,7 @@ class LocalContrastNorm final : public Layer<T> {
   // r, inside the image), sigma over the owned box, the image-wide mean of sigma per sample.
   lcn::Plane mean_, sigma_;
   lcn::Samples mu_, dmu_;
+  lcn::SumScratch block_sums_;  // the per-sample sums' partials, kept between steps
   GroupSum<lcn::Acc> sums_staging_;  // host staging of mu and dmu, kept between steps
   lcn::Plane grad_, ring_grad_;  // backward's workspaces
   lcn::Volume dv_;

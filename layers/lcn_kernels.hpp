@@ -22,6 +22,7 @@
 #include <stdexcept>
 
 #include "distarray/kernel_label.hpp"
+#include "layers/blocked_sums.hpp"
 #include "layers/cell_loop.hpp"
 #include "layers/launch_size.hpp"
 #include "layers/nan_aware.hpp"
@@ -34,7 +35,6 @@ using Space = Kokkos::DefaultExecutionSpace::memory_space;
 using Plane = Kokkos::View<Acc***, Kokkos::LayoutRight, Space>;    // (n, h, w)
 using Volume = Kokkos::View<Acc****, Kokkos::LayoutRight, Space>;  // (n, c, h, w)
 using Samples = Kokkos::View<Acc*, Space>;                         // (n)
-using Team = Kokkos::TeamPolicy<Kokkos::IndexType<Int>>;
 
 // Global rows [h0, h1) and columns [w0, w1).
 struct Region {
@@ -185,18 +185,34 @@ void local_sigma(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, 
   });
 }
 
+// The per-sample sums below run as layers/blocked_sums.hpp's two deterministic passes on
+// every backend (a team per sample and block of cells, then the blocks in order), so that a
+// batch of a few large images still fills a GPU. Cell i of sample n is (region.h0 + i / cols,
+// region.w0 + i % cols). `scratch` holds the partials between calls (the layer keeps it).
+using SumScratch = BlockPartials<Kokkos::DefaultExecutionSpace>;
+
+struct RegionCells {
+  AtPlane<Acc> plane;
+  Region region;
+  KOKKOS_INLINE_FUNCTION double operator()(const Int n, const Int i) const {
+    const Int cols = region.cols();
+    return plane(n, region.h0 + i / cols, region.w0 + i % cols);
+  }
+};
+
+struct StoreScaled {
+  Acc* sums;
+  Acc factor;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n, const double s) const { sums[n] = factor * s; }
+};
+
 // sums(n) = factor * the sum of plane(n, h, w) over `region`.
-inline void region_sums(const At<Plane>& plane, const Samples& sums, const Region& region, Acc factor) {
-  const Int cols = region.cols();
-  Kokkos::parallel_for(
-      kernel_label("tessera::lcn::region_sums"), Team(Int(sums.extent(0)), Kokkos::AUTO), KOKKOS_LAMBDA(const Team::member_type& team) {
-        const Int n = team.league_rank();
-        Acc total = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, region.rows() * cols),
-            [&](const Int i, Acc& s) { s += plane(n, region.h0 + i / cols, region.w0 + i % cols); }, total);
-        Kokkos::single(Kokkos::PerTeam(team), [&] { sums(n) = factor * total; });
-      });
+inline void region_sums(const At<Plane>& plane, const Samples& sums, const Region& region, Acc factor,
+                        SumScratch& scratch) {
+  blocked_sums<Kokkos::DefaultExecutionSpace>("tessera::lcn::region_sums", "tessera::lcn::region_sums::fold",
+                                              Int(sums.extent(0)), region.rows() * region.cols(),
+                                              RegionCells{plane_of(plane), region}, StoreScaled{sums.data(), factor},
+                                              scratch);
 }
 
 // values(n) *= factor.
@@ -221,49 +237,42 @@ void normalize(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, co
 
 // With d = max(mu, sigma, floor) and dd = d(loss)/d(d) = -sum over c of dy * v / d^2 at
 // every owned (h, w): grad(n, h, w) = dd where sigma wins (else 0), dmu(n) = the sum of dd
-// where mu wins (this rank's part; summed over the spatial group by the caller).
-// One team per sample. A functor of pointers and strides: the views of six arrays put the
-// kernel's arguments over CUDA's by-value limit (launch_size.hpp), which the binary check
-// (scripts/check-kernel-launches.sh) found.
+// where mu wins (this rank's part; summed over the spatial group by the caller). The cells
+// of the blocked sums: each owned (h, w) is visited once, so it also writes its grad.
+// Pointers and strides, not views: six arrays' views would put the kernel's arguments over
+// CUDA's by-value limit (launch_size.hpp), which the binary check found.
 template <class XCells, class DyCells>
-struct DivisorGradient {
+struct DivisorGradientCells {
   XCells x;
   DyCells dy;
   AtPlane<Acc> mean, sigma, grad;
   const Acc* mu;
-  Acc* dmu;
   Region owned;
   Int channels;
   Acc floor;
-  KOKKOS_INLINE_FUNCTION void operator()(const Team::member_type& team) const {
-    const Int n = team.league_rank(), cols = owned.cols();
-    Acc total = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, owned.rows() * cols),
-        [&](const Int i, Acc& s) {
-          const Int h = owned.h0 + i / cols, w = owned.w0 + i % cols;
-          const Winner wins = winner(mu[n], sigma(n, h, w), floor);
-          const Acc d = divisor(mu[n], sigma(n, h, w), floor);
-          Acc dot = 0;
-          for (Int c = 0; c < channels; ++c) dot += Acc(dy(n, c, h, w)) * (Acc(x(n, c, h, w)) - mean(n, h, w));
-          const Acc dd = -dot / (d * d);
-          grad(n, h, w) = wins == Winner::sigma ? dd : 0.0;
-          if (wins == Winner::mean) s += dd;
-        },
-        total);
-    Kokkos::single(Kokkos::PerTeam(team), [&] { dmu[n] = total; });
+  KOKKOS_INLINE_FUNCTION double operator()(const Int n, const Int i) const {
+    const Int cols = owned.cols();
+    const Int h = owned.h0 + i / cols, w = owned.w0 + i % cols;
+    const Winner wins = winner(mu[n], sigma(n, h, w), floor);
+    const Acc d = divisor(mu[n], sigma(n, h, w), floor);
+    Acc dot = 0;
+    for (Int c = 0; c < channels; ++c) dot += Acc(dy(n, c, h, w)) * (Acc(x(n, c, h, w)) - mean(n, h, w));
+    const Acc dd = -dot / (d * d);
+    grad(n, h, w) = wins == Winner::sigma ? dd : 0.0;
+    return wins == Winner::mean ? dd : 0.0;
   }
 };
 
 template <class X, class Dy>
 void divisor_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Samples& mu,
                       const At<Dy>& dy, const At<Plane>& grad, const Samples& dmu, const Region& owned,
-                      Int channels, Acc floor) {
-  using Functor = DivisorGradient<decltype(cells_of(x)), decltype(cells_of(dy))>;
-  static_assert(launches_by_value<Functor, Team>, "lcn divisor_gradient: kernel arguments over CUDA's by-value limit");
-  Kokkos::parallel_for(kernel_label("tessera::lcn::divisor_gradient"), Team(Int(dmu.extent(0)), Kokkos::AUTO),
-                       Functor{cells_of(x), cells_of(dy), plane_of(mean), plane_of(sigma), plane_of(grad), mu.data(),
-                               dmu.data(), owned, channels, floor});
+                      Int channels, Acc floor, SumScratch& scratch) {
+  using Cells = DivisorGradientCells<decltype(cells_of(x)), decltype(cells_of(dy))>;
+  blocked_sums<Kokkos::DefaultExecutionSpace>(
+      "tessera::lcn::divisor_gradient", "tessera::lcn::divisor_gradient::fold", Int(dmu.extent(0)),
+      owned.rows() * owned.cols(),
+      Cells{cells_of(x), cells_of(dy), plane_of(mean), plane_of(sigma), plane_of(grad), mu.data(), owned, channels, floor},
+      StoreScaled{dmu.data(), 1.0}, scratch);
 }
 
 // grad(n, h, w) <- d(loss)/d(sigma^2) / norm(h, w), from d(loss)/d(sigma) = grad + dmu(n) *

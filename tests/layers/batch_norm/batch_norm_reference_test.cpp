@@ -110,13 +110,13 @@ TEST(BatchNormOptions, DefaultsAndRoundTrip) {
   EXPECT_TRUE(BatchNorm2d<float>(p, 4).params().empty());
 }
 
-// The device path's blocked sums (blocks of detail::kBlockCells cells per channel, then the
+// The device path's blocked sums (blocks of kSumBlockCells cells per channel, then the
 // blocks added in order) on the host execution space: against a sum in double for channel
 // sizes below, at and across block boundaries, and again after the scratch has grown.
 TEST(BatchNormChannelSums, BlockedDevicePassesEqualADoubleSum) {
   using Exec = Kokkos::DefaultHostExecutionSpace;
-  batch_norm::detail::PartialSums<Exec> scratch;
-  const std::int64_t block = batch_norm::detail::kBlockCells;
+  BlockPartials<Exec> scratch;
+  const std::int64_t block = kSumBlockCells;
   for (const Shape4 shape : {Shape4{1, 3, 1, 1}, Shape4{2, 3, 5, 7}, Shape4{1, 2, 64, block / 64},
                              Shape4{3, 2, 41, 67}, Shape4{2, 5, 3, 11}}) {
     SCOPED_TRACE(::testing::PrintToString(shape));
@@ -138,7 +138,7 @@ TEST(BatchNormChannelSums, BlockedDevicePassesEqualADoubleSum) {
       EXPECT_NEAR(sums(1, c), second, 1e-9 * (1 + std::abs(second))) << "channel " << c;
     }
   }
-  EXPECT_GE(static_cast<std::int64_t>(scratch.extent(2)), 3);  // grown for the 41x67x3 case
+  EXPECT_GE(static_cast<std::int64_t>(scratch.extent(1)), 3);  // blocks: grown for the 41x67x3 case
 }
 
 TEST(BatchNormOptions, BadConfigurationsAreClearErrors) {
