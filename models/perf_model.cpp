@@ -99,8 +99,9 @@ std::string Machine::describe() const {
   out << name << ": flop_rate " << flop_rate << " FLOP/s, memory " << memory_bandwidth << " B/s, kernel "
       << kernel_overhead_s << " s, " << ranks_per_node << " ranks and " << devices_per_node
       << " devices per node (at most " << devices_per_rank << " per rank), intra-node " << intra_node.latency_s
-      << " s + B/" << intra_node.bandwidth << ", inter-node " << inter_node.latency_s << " s + B/"
-      << inter_node.bandwidth << ", pack " << pack_bandwidth << " B/s + " << pack_run_s << " s/run, overlap "
+      << " s + B/" << intra_node.bandwidth << " (allreduce host B/" << intra_node.reduce_bandwidth
+      << "), inter-node " << inter_node.latency_s << " s + B/" << inter_node.bandwidth << " (allreduce host B/"
+      << inter_node.reduce_bandwidth << "), pack " << pack_bandwidth << " B/s + " << pack_run_s << " s/run, overlap "
       << overlap << ", staging " << staging_bandwidth << " B/s";
   return out.str();
 }
@@ -121,6 +122,8 @@ void set_machine_field(Machine& m, const std::string& name, double value) {
                           {"intra_bandwidth", &m.intra_node.bandwidth, nullptr},
                           {"inter_latency_s", &m.inter_node.latency_s, nullptr},
                           {"inter_bandwidth", &m.inter_node.bandwidth, nullptr},
+                          {"intra_reduce_bandwidth", &m.intra_node.reduce_bandwidth, nullptr},
+                          {"inter_reduce_bandwidth", &m.inter_node.reduce_bandwidth, nullptr},
                           {"pack_bandwidth", &m.pack_bandwidth, nullptr},
                           {"pack_run_s", &m.pack_run_s, nullptr},
                           {"overlap", &m.overlap, nullptr},
@@ -130,7 +133,8 @@ void set_machine_field(Machine& m, const std::string& name, double value) {
     names += (names.empty() ? "" : ", ") + std::string(f.name);
     if (name != f.name) continue;
     const std::string what = "machine field " + name + " = " + std::to_string(value);
-    const bool may_be_zero = name.ends_with("_s") || name == "overlap" || name == "staging_bandwidth";
+    const bool may_be_zero = name.ends_with("_s") || name == "overlap" || name == "staging_bandwidth" ||
+                             name.ends_with("_reduce_bandwidth");
     if (!(value > 0 || (may_be_zero && value == 0))) throw std::invalid_argument(what + ": must be positive");
     if (name == "overlap" && value > 1) throw std::invalid_argument(what + ": overlap is a fraction in [0, 1]");
     if (f.count) {
@@ -147,7 +151,9 @@ void set_machine_field(Machine& m, const std::string& name, double value) {
 double allreduce_seconds(double bytes, int group, const Link& link) {
   if (group <= 1 || bytes <= 0) return 0;
   const double steps = std::ceil(std::log2(static_cast<double>(group)));
-  return 2 * steps * link.latency_s + 2.0 * (group - 1) / group * bytes / link.bandwidth;
+  const double moved = 2.0 * (group - 1) / group * bytes;  // each rank's bytes each way, ring or halving
+  return 2 * steps * link.latency_s + moved / link.bandwidth +
+         (link.reduce_bandwidth > 0 ? moved / link.reduce_bandwidth : 0);
 }
 
 std::vector<GridDims> factorizations(int ranks) {

@@ -54,6 +54,11 @@ namespace tessera::models {
 struct Link {
   double latency_s = 0;
   double bandwidth = 1;  // bytes per second, one direction
+  // Bytes per second of the host's own work for each byte an allreduce moves over this link
+  // that the transfer does not hide (MPI's copies through the network stack, the sum); 0:
+  // none. Measured, not assumed: bench_scaling --measure-links times an MPI_Allreduce of
+  // 4 MiB beside the link's latency and bandwidth.
+  double reduce_bandwidth = 0;
 };
 
 // What one node offers a rank. The named machines state their numbers in the .cpp.
@@ -86,8 +91,8 @@ struct Machine {
 
 // Sets the Machine field `name` to `value`: flop_rate, memory_bandwidth, kernel_overhead_s,
 // ranks_per_node, devices_per_node, devices_per_rank, intra_latency_s, intra_bandwidth,
-// inter_latency_s, inter_bandwidth, pack_bandwidth, pack_run_s, overlap,
-// staging_bandwidth. Throws std::invalid_argument listing them for any other name, and
+// inter_latency_s, inter_bandwidth, intra_reduce_bandwidth, inter_reduce_bandwidth,
+// pack_bandwidth, pack_run_s, overlap, staging_bandwidth. Throws std::invalid_argument listing them for any other name, and
 // for a value out of range (a non-positive rate or count, overlap outside [0, 1]).
 void set_machine_field(Machine& machine, const std::string& name, double value);
 

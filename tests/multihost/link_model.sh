@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Under tests/multihost/cluster.sh --hosts N --link PROFILE: the performance model against the
-# link. Measures the link by MPI ping-pong between two hosts (bench_scaling --measure-links:
-# inter_latency_s, inter_bandwidth), each layer alone on one rank of h1 (--profile), then one
+# link. Measures the link by MPI between two hosts (bench_scaling --measure-links:
+# inter_latency_s, inter_bandwidth, inter_reduce_bandwidth), each layer alone on one rank of h1 (--profile), then one
 # training step on 4 ranks over the N hosts next to the model's prediction from those numbers
 # (--timings, --machine). Appends bench_scaling's JSON line to OUT and prints the comparison.
 #   link_model.sh BENCH_SCALING WORK_DIR OUT_JSONL [MODEL SHAPE GRID]
@@ -54,7 +54,8 @@ if kill -0 "$job" 2>/dev/null; then
 fi
 wait "$job"
 line=$(grep '"bench": "scaling"' "$dir/step.json")
-links=$(awk '/^inter_latency_s/ {l = $2} /^inter_bandwidth/ {b = $2} END {printf "inter_latency_s %g inter_bandwidth %g", l, b}' "$dir/links.txt")
+links=$(awk '/^inter_latency_s/ {l = $2} /^inter_bandwidth/ {b = $2} /^inter_reduce_bandwidth/ {r = $2}
+             END {printf "inter_latency_s %g inter_bandwidth %g inter_reduce_bandwidth %g", l, b, r}' "$dir/links.txt")
 echo "${line%\}}, \"links\": \"$links\"}" >>"$out"
 python3 - "$line" "$links" <<'PY'
 import json, sys

@@ -161,6 +161,11 @@ TEST(PerfModel, AllreduceCostsOnlyWithSeveralRanks) {
   EXPECT_EQ(allreduce_seconds(1e6, 1, link), 0);
   EXPECT_NEAR(allreduce_seconds(1e6, 2, link), 2e-6 + 1e-3, 1e-12);
   EXPECT_LT(allreduce_seconds(1e6, 4, link), allreduce_seconds(2e6, 4, link));
+  // The host's own per-byte work adds to the wire's: at 0.5 GB/s, 1 MB on 2 ranks moves 1 MB
+  // each way, 2 ms more.
+  const Link with_host_work{1e-6, 1e9, 5e8};
+  EXPECT_NEAR(allreduce_seconds(1e6, 2, with_host_work), 2e-6 + 1e-3 + 2e-3, 1e-12);
+  EXPECT_NEAR(allreduce_seconds(1e6, 4, with_host_work) - allreduce_seconds(1e6, 4, link), 1.5e6 / 5e8, 1e-12);
   PerfModel perf(kFcn, {4, 1, 32, 32}, Machine::cpu_core());
   EXPECT_EQ(perf.predict({1, 1, 1}).allreduce_s, 0);
   EXPECT_EQ(perf.predict({4, 1, 1}).allreduce_bytes, perf.parameter_count() * 4);
@@ -173,6 +178,10 @@ TEST(PerfModel, MachineFieldsAreCheckedByName) {
   EXPECT_EQ(m.intra_node.bandwidth, 3e9);
   set_machine_field(m, "ranks_per_node", 8);
   EXPECT_EQ(m.ranks_per_node, 8);
+  set_machine_field(m, "inter_reduce_bandwidth", 5e8);
+  EXPECT_EQ(m.inter_node.reduce_bandwidth, 5e8);
+  set_machine_field(m, "inter_reduce_bandwidth", 0);  // none: the link's own time only
+  EXPECT_EQ(m.inter_node.reduce_bandwidth, 0);
   EXPECT_NE(testing::error_message<std::invalid_argument>([&] { set_machine_field(m, "bandwidth", 1); })
                 .find("unknown machine field 'bandwidth' (fields: flop_rate, "),
             std::string::npos);
