@@ -34,6 +34,7 @@
 #include <type_traits>
 #include <utility>
 #include "distarray/bf16.hpp"
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/launch_size.hpp"
 
@@ -310,11 +311,12 @@ void device_cells(const char* label, const CellExtents& e, const Op& op) {
   if (e.cells() <= 0) return;
   if (e.cells() <= std::int64_t(0x7fffffff)) {
     using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int>>;
-    Kokkos::parallel_for(kernel_label(label), Policy(0, static_cast<int>(e.cells())),
+    Kokkos::parallel_for(kernel_label(label), Policy(held_instance<Exec>(), 0, static_cast<int>(e.cells())),
                          DeviceCells<Op, int>{op, static_cast<int>(e.c), static_cast<int>(e.h), static_cast<int>(e.w)});
   } else {
     using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
-    Kokkos::parallel_for(kernel_label(label), Policy(0, e.cells()), DeviceCells<Op, std::int64_t>{op, e.c, e.h, e.w});
+    Kokkos::parallel_for(kernel_label(label), Policy(held_instance<Exec>(), 0, e.cells()),
+                         DeviceCells<Op, std::int64_t>{op, e.c, e.h, e.w});
   }
 }
 
@@ -416,13 +418,13 @@ void sum_each_cell(const char* label, const CellExtents& e, const F& f, R& resul
                                     Kokkos::RangePolicy<d::Exec, Kokkos::IndexType<std::int64_t>>>,
                   "cell reduction arguments over CUDA's by-value limit: hold pointers and strides, not views");
     using Policy = Kokkos::RangePolicy<d::Exec, Kokkos::IndexType<int>>;
-    Kokkos::parallel_reduce(kernel_label(label), Policy(0, static_cast<int>(e.cells())),
+    Kokkos::parallel_reduce(kernel_label(label), Policy(held_instance<d::Exec>(), 0, static_cast<int>(e.cells())),
                             d::DeviceCellsSum<F, R, int>{f, static_cast<int>(e.c), static_cast<int>(e.h),
                                                          static_cast<int>(e.w)},
                             result);
   } else {
     using Policy = Kokkos::RangePolicy<d::Exec, Kokkos::IndexType<std::int64_t>>;
-    Kokkos::parallel_reduce(kernel_label(label), Policy(0, e.cells()),
+    Kokkos::parallel_reduce(kernel_label(label), Policy(held_instance<d::Exec>(), 0, e.cells()),
                             d::DeviceCellsSum<F, R, std::int64_t>{f, e.c, e.h, e.w}, result);
   }
 }

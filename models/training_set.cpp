@@ -19,12 +19,18 @@ std::vector<std::int64_t> without_padding(std::vector<std::int64_t> rows) {
   return rows;
 }
 
-// Free function: CUDA allows extended lambdas only outside member functions.
+// A functor: on CUDA a KOKKOS_LAMBDA is copied to the heap per launch (every batch here).
+struct ScalePixels {
+  layers::Tensor<float>::SubView owned;
+  float factor;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
+    owned(n, c, h, w) *= factor;
+  }
+};
+
 void scale_owned(const layers::Tensor<float>& array, float factor) {
   const auto owned = array.owned();
-  layers::for_each_cell(
-      "tessera::scale_pixels", owned,
-      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) { owned(n, c, h, w) *= factor; });
+  layers::for_each_cell("tessera::scale_pixels", owned, ScalePixels{owned, factor});
 }
 
 // Throws on every rank of `comm` when any rank read a non-finite value: the lowest such

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/cell_loop.hpp"
 #include "layers/layer.hpp"
@@ -51,59 +52,79 @@ struct ClassSums {
   }
 };
 
-// Free function, not a member or test body: CUDA allows extended lambdas only there.
 // dx(n, k, h, w) = (softmax_k - [k == label]) * grad_scale when write_grad. The softmax,
 // its sums and the loss are computed in Compute<T> (fp32 for bf16 logits); only dx is
-// rounded to T, once.
+// rounded to T, once. A functor on the held instance: on CUDA a KOKKOS_LAMBDA is copied to
+// the heap per launch, and a policy without an instance allocates.
+template <class T>
+struct ClassifyCells {
+  using F = Compute<T>;
+  using value_type = ClassSums;
+  typename Tensor<T>::SubView x;
+  OwnedLabels labels;
+  typename Tensor<T>::SubView dx;
+  bool write_grad;
+  F grad_scale;
+  std::int64_t classes;
+  PixelIndex at;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, ClassSums& s) const {
+    const std::int64_t n = at.n(i), h = at.h(i), w = at.w(i);
+    const std::int64_t label = labels(n, h, w);
+    // Subtracting the maximum keeps exp() from overflowing: log-sum-exp is exact for any shift.
+    F top = x(n, 0, h, w);
+    std::int64_t best = 0;  // first maximum, as torch.argmax; a NaN is the maximum
+    for (std::int64_t k = 1; k < classes; ++k)
+      if (!nan_aware::is_nan(top) && nan_aware::beats(F(x(n, k, h, w)), top)) top = x(n, k, h, w), best = k;
+    F total = 0;
+    for (std::int64_t k = 0; k < classes; ++k) total += device_math::exp(F(x(n, k, h, w)) - top);
+    if (label < 0 || label >= classes) {
+      if (label == kIgnoreLabel)
+        s.ignored += 1;
+      else
+        s.bad_labels += 1;
+      if (write_grad)
+        for (std::int64_t k = 0; k < classes; ++k) dx(n, k, h, w) = T(0);
+      return;
+    }
+    s.loss += static_cast<double>(device_math::log(total) + top - F(x(n, label, h, w)));
+    s.correct += best == label ? 1.0 : 0.0;
+    if (write_grad)
+      for (std::int64_t k = 0; k < classes; ++k) {
+        const F p = device_math::exp(F(x(n, k, h, w)) - top) / total;
+        dx(n, k, h, w) = T((p - (k == label ? F(1) : F(0))) * grad_scale);
+      }
+  }
+};
+
 template <class T>
 ClassSums classify_owned_cells(const typename Tensor<T>::SubView& x, const OwnedLabels& labels,
                                const typename Tensor<T>::SubView& dx, bool write_grad, Compute<T> grad_scale) {
-  using F = Compute<T>;
-  using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
   const auto classes = static_cast<std::int64_t>(x.extent(1));
   const PixelIndex at{static_cast<std::int64_t>(x.extent(2)), static_cast<std::int64_t>(x.extent(3))};
   const auto cells = static_cast<std::int64_t>(x.extent(0)) * at.height * at.width;
+  static_assert(launches_by_value<ClassifyCells<T>, Policy>, "classification: kernel arguments over the by-value limit");
   ClassSums sums;
-  Kokkos::parallel_reduce(
-      kernel_label("tessera::softmax_cross_entropy"), Policy(0, cells),
-      KOKKOS_LAMBDA(const std::int64_t i, ClassSums& s) {
-        const std::int64_t n = at.n(i), h = at.h(i), w = at.w(i);
-        const std::int64_t label = labels(n, h, w);
-        // Subtracting the maximum keeps exp() from overflowing: log-sum-exp is exact for any shift.
-        F top = x(n, 0, h, w);
-        std::int64_t best = 0;  // first maximum, as torch.argmax; a NaN is the maximum
-        for (std::int64_t k = 1; k < classes; ++k)
-          if (!nan_aware::is_nan(top) && nan_aware::beats(F(x(n, k, h, w)), top)) top = x(n, k, h, w), best = k;
-        F total = 0;
-        for (std::int64_t k = 0; k < classes; ++k) total += device_math::exp(F(x(n, k, h, w)) - top);
-        if (label < 0 || label >= classes) {
-          if (label == kIgnoreLabel)
-            s.ignored += 1;
-          else
-            s.bad_labels += 1;
-          if (write_grad)
-            for (std::int64_t k = 0; k < classes; ++k) dx(n, k, h, w) = T(0);
-          return;
-        }
-        s.loss += static_cast<double>(device_math::log(total) + top - F(x(n, label, h, w)));
-        s.correct += best == label ? 1.0 : 0.0;
-        if (write_grad)
-          for (std::int64_t k = 0; k < classes; ++k) {
-            const F p = device_math::exp(F(x(n, k, h, w)) - top) / total;
-            dx(n, k, h, w) = T((p - (k == label ? F(1) : F(0))) * grad_scale);
-          }
-      },
-      sums);
+  Kokkos::parallel_reduce(kernel_label("tessera::softmax_cross_entropy"), Policy(held_instance<Exec>(), 0, cells),
+                          ClassifyCells<T>{x, labels, dx, write_grad, grad_scale, classes, at}, sums);
   return sums;
 }
 
+// x(n, c, h, w) *= factor, rounded to T once.
+template <class T>
+struct ScaleCells {
+  typename Tensor<T>::SubView x;
+  Compute<T> factor;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
+    x(n, c, h, w) = T(Compute<T>(x(n, c, h, w)) * factor);
+  }
+};
+
 template <class T>
 void scale_owned_cells(const typename Tensor<T>::SubView& x, Compute<T> factor) {
-  for_each_cell(
-      "tessera::rescale_gradient", x,
-      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
-        x(n, c, h, w) = T(Compute<T>(x(n, c, h, w)) * factor);
-      });
+  for_each_cell("tessera::rescale_gradient", x, ScaleCells<T>{x, factor});
 }
 
 template <class T>

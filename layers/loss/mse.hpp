@@ -15,20 +15,28 @@
 namespace tessera::layers {
 namespace detail {
 
-// Free function: CUDA allows extended lambdas only outside member functions and test bodies.
+// s += (y - target)^2, and dy = 2 (y - target) * grad_scale when write_grad. A functor: on
+// CUDA a KOKKOS_LAMBDA is copied to the heap per launch.
+template <class T>
+struct SquaredErrorCells {
+  typename Tensor<T>::SubView y;
+  OwnedTargets<T> target;
+  typename Tensor<T>::SubView dy;
+  bool write_grad;
+  T grad_scale;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t n, const std::int64_t c, const std::int64_t h,
+                                         const std::int64_t w, double& s) const {
+    const T diff = y(n, c, h, w) - target(n, c, h, w);
+    s += static_cast<double>(diff) * static_cast<double>(diff);
+    if (write_grad) dy(n, c, h, w) = T(2) * diff * grad_scale;
+  }
+};
+
 template <class T>
 double squared_error_sum(const typename Tensor<T>::SubView& y, const OwnedTargets<T>& target,
                          const typename Tensor<T>::SubView& dy, bool write_grad, T grad_scale) {
   double sum = 0;
-  sum_each_cell(
-      "tessera::mse", extents_of(y),
-      KOKKOS_LAMBDA(const std::int64_t n, const std::int64_t c, const std::int64_t h, const std::int64_t w,
-                    double& s) {
-        const T diff = y(n, c, h, w) - target(n, c, h, w);
-        s += static_cast<double>(diff) * static_cast<double>(diff);
-        if (write_grad) dy(n, c, h, w) = T(2) * diff * grad_scale;
-      },
-      sum);
+  sum_each_cell("tessera::mse", extents_of(y), SquaredErrorCells<T>{y, target, dy, write_grad, grad_scale}, sum);
   return sum;
 }
 

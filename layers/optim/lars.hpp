@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "distarray/process_grid.hpp"
 #include "layers/optim/norms.hpp"
@@ -45,16 +46,26 @@ struct LarsCoefficients {
   T scaled_lr;  // lr * trust
 };
 
-// Free function: CUDA allows extended lambdas only outside private member functions.
+// One parameter's step, a functor on the held instance (a KOKKOS_LAMBDA would be copied to
+// the heap per launch on CUDA, and a policy without an instance allocates).
+template <class T, class View>
+struct LarsStep {
+  View value, grad, velocity;
+  LarsCoefficients<T> c;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    const T v = c.momentum * velocity(i) + c.scaled_lr * (grad(i) + c.weight_decay * value(i));
+    velocity(i) = v;
+    value(i) -= v;
+  }
+};
+
 template <class T, class View>
 void lars_update(const View& value, const View& grad, const View& velocity, const LarsCoefficients<T> c) {
-  using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
-  Kokkos::parallel_for(
-      kernel_label("tessera::lars"), Policy(0, static_cast<std::int64_t>(value.extent(0))), KOKKOS_LAMBDA(const std::int64_t i) {
-        const T v = c.momentum * velocity(i) + c.scaled_lr * (grad(i) + c.weight_decay * value(i));
-        velocity(i) = v;
-        value(i) -= v;
-      });
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for(kernel_label("tessera::lars"),
+                       Policy(held_instance<Exec>(), 0, static_cast<std::int64_t>(value.extent(0))),
+                       LarsStep<T, View>{value, grad, velocity, c});
 }
 
 inline double trust_ratio(const SquaredNorms& n, double eta, double weight_decay) {

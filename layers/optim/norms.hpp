@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "distarray/process_grid.hpp"
 #include "layers/collectives.hpp"
@@ -36,20 +37,28 @@ struct SquaredNorms {
 
 namespace detail {
 
-// Free function: CUDA allows extended lambdas only outside private member functions.
-// One reduction gives both sums.
-template <class View>
-SquaredNorms local_squared_norms(const View& value, const View& grad) {
-  using Policy = Kokkos::RangePolicy<Kokkos::IndexType<std::int64_t>>;
+// One reduction gives both sums. A functor on the held instance (a KOKKOS_LAMBDA would be
+// copied to the heap per launch on CUDA, and a policy without an instance allocates).
+template <class View, class Grad>
+struct SquaredNormTerms {
+  using value_type = SquaredNorms;
+  View value;
+  Grad grad;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, SquaredNorms& s) const {
+    const double w = static_cast<double>(value(i)), g = static_cast<double>(grad(i));
+    s.value += w * w;
+    s.grad += g * g;
+  }
+};
+
+template <class View, class Grad>
+SquaredNorms local_squared_norms(const View& value, const Grad& grad) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
   SquaredNorms sums;
-  Kokkos::parallel_reduce(
-      kernel_label("tessera::squared_norms"), Policy(0, static_cast<std::int64_t>(value.extent(0))),
-      KOKKOS_LAMBDA(const std::int64_t i, SquaredNorms& s) {
-        const double w = static_cast<double>(value(i)), g = static_cast<double>(grad(i));
-        s.value += w * w;
-        s.grad += g * g;
-      },
-      sums);
+  Kokkos::parallel_reduce(kernel_label("tessera::squared_norms"),
+                          Policy(held_instance<Exec>(), 0, static_cast<std::int64_t>(value.extent(0))),
+                          SquaredNormTerms<View, Grad>{value, grad}, sums);
   return sums;
 }
 
