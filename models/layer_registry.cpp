@@ -42,13 +42,6 @@ LayerRecipe both_precisions(Make make) {
 // A layer that takes no options still rejects any it is given.
 void expect_no_options(const char* kind, std::string_view options) { layers::SpecOptions(kind, options).finish(); }
 
-// A recipe with the defaults: output on the input's grid, input halo from the window.
-LayerRecipe spatial(LayerRecipe::Factory make) {
-  LayerRecipe recipe;
-  recipe.make = std::move(make);
-  return recipe;
-}
-
 LayerRecipe activation(const char* kind) {
   return both_precisions([kind](auto tag, std::string_view o, const Shape4&, std::uint64_t) {
     return layers::make_activation<decltype(tag)>(kind, o);
@@ -122,8 +115,8 @@ void add_builtins(LayerRegistry& r) {
         }));
   // A layout per stage: the output on another grid of the same ranks (Layer::output_grid),
   // read from the owned cells (its window is not on the input's grid).
-  LayerRecipe regrid = spatial([](std::string_view o, const Shape4&, std::uint64_t) -> Made {
-    return std::make_unique<layers::Regrid<float>>(layers::parse_regrid_options(o));
+  LayerRecipe regrid = both_precisions([](auto tag, std::string_view o, const Shape4&, std::uint64_t) -> std::unique_ptr<Layer<decltype(tag)>> {
+    return std::make_unique<layers::Regrid<decltype(tag)>>(layers::parse_regrid_options(o));
   });
   regrid.input_halo = InputHalo::none;
   r.add("regrid", std::move(regrid));

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "layers/collectives.hpp"
+#include "layers/linear_backend.hpp"
 #include "layers/windowed.hpp"
 #include "models/tica_kernels.hpp"
 
@@ -26,8 +27,9 @@ layers::LocalOptions decoder_options(layers::LocalOptions encoder) {
 
 }  // namespace
 
-struct TicaObjective::Stage {
-  Stage(Sequential<float>& model, const ProcessGrid& grid, std::size_t encoder_index, const layers::LocalOptions& options,
+template <class T>
+struct TicaObjectiveOf<T>::Stage {
+  Stage(Sequential<T>& model, const ProcessGrid& grid, std::size_t encoder_index, const layers::LocalOptions& options,
         std::uint64_t seed)
       : encoder(encoder_index),
         pool(encoder_index + 1),
@@ -39,17 +41,21 @@ struct TicaObjective::Stage {
   }
 
   std::size_t encoder, pool;  // layer indices: local, l2pool
-  layers::LocallyConnected2d<float> decoder;
-  layers::Tensor<float> x_hat, d_x_hat, dh;
+  layers::LocallyConnected2d<T> decoder;
+  layers::Tensor<T> x_hat, d_x_hat, dh;
 };
 
-TicaObjective::TicaObjective(Sequential<float>& model, const ProcessGrid& grid, std::uint64_t seed,
-                             TicaSettings settings)
+template <class T>
+TicaObjectiveOf<T>::TicaObjectiveOf(Sequential<T>& model, const ProcessGrid& grid, std::uint64_t seed,
+                                    TicaSettings settings)
     : model_(model), grid_(grid), settings_(settings) {
   if (!(settings.lambda >= 0)) throw std::invalid_argument("TICA: lambda must be >= 0");
+  // bf16 has been validated on the CPU backend only: a build whose GEMMs have no bf16 path
+  // (CUDA: cuBLAS) refuses it here, as its convolution and linear layers do.
+  layers::require_gemm_precision<T>(*layers::make_linear_backend(), "reconstruction TICA");
   if (settings.stage_steps < 0) throw std::invalid_argument("TICA: steps per stage must be >= 0");
   for (std::size_t i = 0; i < model.size(); ++i) {
-    auto* local = dynamic_cast<layers::LocallyConnected2d<float>*>(&model.layer(i));
+    auto* local = dynamic_cast<layers::LocallyConnected2d<T>*>(&model.layer(i));
     if (!local) continue;
     if (i + 1 == model.size() || model.layer(i + 1).kind() != "l2pool")
       throw std::invalid_argument("TICA: layer " + std::to_string(i) +
@@ -63,9 +69,11 @@ TicaObjective::TicaObjective(Sequential<float>& model, const ProcessGrid& grid, 
     throw std::invalid_argument("TICA needs a model with at least one stage local(...),l2pool(...) (e.g. le2012)");
 }
 
-TicaObjective::~TicaObjective() = default;
+template <class T>
+TicaObjectiveOf<T>::~TicaObjectiveOf() = default;
 
-std::vector<std::size_t> TicaObjective::stages_at(std::int64_t step, std::int64_t total) const {
+template <class T>
+std::vector<std::size_t> TicaObjectiveOf<T>::stages_at(std::int64_t step, std::int64_t total) const {
   std::vector<std::size_t> all(stages_.size());
   for (std::size_t s = 0; s < all.size(); ++s) all[s] = s;
   if (settings_.mode == TicaMode::joint) return all;
@@ -76,10 +84,17 @@ std::vector<std::size_t> TicaObjective::stages_at(std::int64_t step, std::int64_
   return {static_cast<std::size_t>(stage)};
 }
 
-TicaTerms TicaObjective::gradients(const std::vector<std::size_t>& stages) { return run(stages, true); }
-TicaTerms TicaObjective::evaluate(const std::vector<std::size_t>& stages) { return run(stages, false); }
+template <class T>
+TicaTerms TicaObjectiveOf<T>::gradients(const std::vector<std::size_t>& stages) {
+  return run(stages, true);
+}
+template <class T>
+TicaTerms TicaObjectiveOf<T>::evaluate(const std::vector<std::size_t>& stages) {
+  return run(stages, false);
+}
 
-TicaTerms TicaObjective::run(const std::vector<std::size_t>& chosen, bool backward) {
+template <class T>
+TicaTerms TicaObjectiveOf<T>::run(const std::vector<std::size_t>& chosen, bool backward) {
   if (chosen.empty()) throw std::invalid_argument("TICA: no stage to train");
   std::vector<Stage*> stages;
   for (std::size_t s : chosen) stages.push_back(stages_.at(s).get());
@@ -129,8 +144,9 @@ TicaTerms TicaObjective::run(const std::vector<std::size_t>& chosen, bool backwa
   return terms;
 }
 
-std::vector<layers::Parameter<float>*> TicaObjective::trained_parameters(const std::vector<std::size_t>& chosen) {
-  std::vector<layers::Parameter<float>*> out;
+template <class T>
+std::vector<layers::Parameter<T>*> TicaObjectiveOf<T>::trained_parameters(const std::vector<std::size_t>& chosen) {
+  std::vector<layers::Parameter<T>*> out;
   std::size_t top = 0;
   for (std::size_t s : chosen) top = std::max(top, stages_.at(s)->pool);
   for (std::size_t i = 0; i <= top; ++i) {
@@ -138,26 +154,29 @@ std::vector<layers::Parameter<float>*> TicaObjective::trained_parameters(const s
         settings_.mode == TicaMode::joint ||
         std::any_of(chosen.begin(), chosen.end(), [&](std::size_t s) { return stages_.at(s)->encoder == i; });
     if (!trained) continue;
-    for (layers::Parameter<float>* p : model_.layer(i).params()) out.push_back(p);
+    for (layers::Parameter<T>* p : model_.layer(i).params()) out.push_back(p);
   }
   for (std::size_t s : chosen)
-    for (layers::Parameter<float>* p : stages_.at(s)->decoder.params()) out.push_back(p);
+    for (layers::Parameter<T>* p : stages_.at(s)->decoder.params()) out.push_back(p);
   return out;
 }
 
-NamedParameters<float> TicaObjective::decoder_params() {
-  NamedParameters<float> out;
+template <class T>
+NamedParameters<T> TicaObjectiveOf<T>::decoder_params() {
+  NamedParameters<T> out;
   for (std::size_t s = 0; s < stages_.size(); ++s)
-    for (layers::Parameter<float>* p : stages_[s]->decoder.params())
+    for (layers::Parameter<T>* p : stages_[s]->decoder.params())
       out.emplace_back(std::to_string(model_.size() + s), p);
   return out;
 }
 
-void TicaObjective::set_halo_config(const layers::WindowedConfig& config) {
+template <class T>
+void TicaObjectiveOf<T>::set_halo_config(const layers::WindowedConfig& config) {
   for (auto& s : stages_) s->decoder.set_halo_config(config);
 }
 
-std::string TicaObjective::describe() const {
+template <class T>
+std::string TicaObjectiveOf<T>::describe() const {
   std::ostringstream out;
   out << "reconstruction TICA, lambda " << settings_.lambda << ", "
       << (settings_.mode == TicaMode::greedy ? "greedy" : "joint") << " over " << stages_.size() << " stage"
@@ -166,5 +185,8 @@ std::string TicaObjective::describe() const {
   out << "; decoders are /params/" << model_.size() << (stages_.size() > 1 ? "..." : "") << ")";
   return out.str();
 }
+
+template class TicaObjectiveOf<float>;
+template class TicaObjectiveOf<bf16>;
 
 }  // namespace tessera::models

@@ -20,6 +20,12 @@
 //
 // The decoders are parameters like the model's: in checkpoints /params/<size + s>/weight
 // for stage s (size: the model's layer count), so a run resumes on any grid.
+//
+// T is the model's element type: float, or bf16 (--precision bf16). In bf16 the decoder is
+// a bf16 local layer (fp32 master and gradient, as every bf16 parameter), x_hat and the
+// gradients sent down the model are bf16 activations; the objective's differences,
+// squares and sums and the gradient arithmetic are fp32 per cell, summed in double, and
+// each stored bf16 cell is rounded once (models/tica_kernels.hpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -50,17 +56,18 @@ struct TicaTerms {
   double objective = 0;       // reconstruction + lambda * sparsity
 };
 
-class TicaObjective {
+template <class T>
+class TicaObjectiveOf {
  public:
   // Finds the stages of `model` (every local layer followed by an l2pool) and makes a
   // decoder for each, drawn from `seed` (the same on every grid). Throws
   // std::invalid_argument naming the problem when the model has no such stage, a local
   // layer is not followed by l2pool, or lambda is negative. `model` and `grid` must
   // outlive the objective.
-  TicaObjective(Sequential<float>& model, const ProcessGrid& grid, std::uint64_t seed, TicaSettings settings);
-  ~TicaObjective();
-  TicaObjective(const TicaObjective&) = delete;
-  TicaObjective& operator=(const TicaObjective&) = delete;
+  TicaObjectiveOf(Sequential<T>& model, const ProcessGrid& grid, std::uint64_t seed, TicaSettings settings);
+  ~TicaObjectiveOf();
+  TicaObjectiveOf(const TicaObjectiveOf&) = delete;
+  TicaObjectiveOf& operator=(const TicaObjectiveOf&) = delete;
 
   std::size_t stages() const { return stages_.size(); }
   const TicaSettings& settings() const { return settings_; }
@@ -81,10 +88,10 @@ class TicaObjective {
   // The parameters whose gradients gradients(stages) computes: the optimizer updates only
   // these (greedy: the stages' encoders and decoders; joint: every layer up to the top
   // stage too).
-  std::vector<layers::Parameter<float>*> trained_parameters(const std::vector<std::size_t>& stages);
+  std::vector<layers::Parameter<T>*> trained_parameters(const std::vector<std::size_t>& stages);
   // The decoders' weights with their checkpoint paths: the index model size + stage (the
   // model is a chain, so these follow its own layer indices).
-  NamedParameters<float> decoder_params();
+  NamedParameters<T> decoder_params();
   void set_halo_config(const layers::WindowedConfig& config);
   // "reconstruction TICA, lambda 0.1, greedy over 3 stages (local layers 0, 3, 6)"
   std::string describe() const;
@@ -93,10 +100,15 @@ class TicaObjective {
   struct Stage;
   TicaTerms run(const std::vector<std::size_t>& stages, bool backward);
 
-  Sequential<float>& model_;
+  Sequential<T>& model_;
   const ProcessGrid& grid_;
   TicaSettings settings_;
   std::vector<std::unique_ptr<Stage>> stages_;
 };
+
+using TicaObjective = TicaObjectiveOf<float>;
+
+extern template class TicaObjectiveOf<float>;
+extern template class TicaObjectiveOf<bf16>;
 
 }  // namespace tessera::models

@@ -55,8 +55,7 @@ void check_options(const TrainerOptions& o) {
           "--precision must be fp32 or bf16, got '" + o.precision + "'");
   if (o.precision == "bf16") {
     // What bf16 runs today (docs/training.md, "Mixed precision"): supervised training on
-    // labels. The rest is refused here, before any work, naming the option.
-    require(o.objective == "supervised", "--precision bf16 trains with --objective supervised only (not tica) yet");
+    // labels and reconstruction TICA. The rest is refused here, before any work, naming the option.
     require(o.noise == 0, "--precision bf16 does not train denoisers (--noise) yet");
     require(o.predict_out.empty(), "--precision bf16 does not write --predict-out yet");
   }
@@ -98,14 +97,10 @@ GridDims grid_dims(const TrainerOptions& o, MPI_Comm comm, const Line& say) {
 }
 
 template <class T>
-std::optional<TicaObjective> make_tica(const TrainerOptions& o, Sequential<T>& model, const ProcessGrid& grid) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (o.objective != "tica") return std::nullopt;
-    return std::optional<TicaObjective>(std::in_place, model, grid, o.seed,
-                                        TicaSettings{o.tica_lambda, parse_tica_mode(o.tica_mode), o.tica_stage_steps});
-  } else {
-    return std::nullopt;  // refused for bf16 by check_options
-  }
+std::optional<TicaObjectiveOf<T>> make_tica(const TrainerOptions& o, Sequential<T>& model, const ProcessGrid& grid) {
+  if (o.objective != "tica") return std::nullopt;
+  return std::optional<TicaObjectiveOf<T>>(std::in_place, model, grid, o.seed,
+                                           TicaSettings{o.tica_lambda, parse_tica_mode(o.tica_mode), o.tica_stage_steps});
 }
 
 OptimizerSettings scaled(OptimizerSettings s, const TrainerOptions& o) {
@@ -140,8 +135,9 @@ class Run {
         training_step_(model_, grid_, *optimizer_, o.overlap_allreduce),
         seed_(o.seed) {
     if constexpr (!kFp32) {
-      if (data_.supervision() != Supervision::labels)
-        throw std::invalid_argument("--precision bf16 trains on /labels only yet; '" + o.data + "' has none");
+      if (!tica_ && data_.supervision() != Supervision::labels)
+        throw std::invalid_argument("--precision bf16 trains on /labels (or with --objective tica) only yet; '" + o.data +
+                                    "' has none");
       images_.emplace(grid_, model_.shape(0), HaloWidths{}, "tessera::images_fp32");
     }
     if (o.noise > 0) check_denoising(data_);
@@ -308,8 +304,6 @@ class Run {
 
   template <class Beat>
   StepMetrics tica_step(StepMetrics& m, std::int64_t s, double t0, double halo0, const Beat& beat) {
-    if constexpr (!kFp32) throw std::logic_error("a bf16 run reached TICA, which check_options refuses");
-    else {
     m.data_seconds = now() - t0;
     const std::vector<std::size_t> stages = tica_->stages_at(s, total_);
     beat(s, "forward and backward (TICA)");
@@ -321,13 +315,12 @@ class Run {
     if (!std::isfinite(m.loss)) throw TrainingStopped(non_finite(m.loss, s));
     fence_all_checked();
     beat(s, "gradient allreduce");
-    const std::vector<layers::Parameter<float>*> trained = tica_->trained_parameters(stages);
+    const std::vector<layers::Parameter<T>*> trained = tica_->trained_parameters(stages);
     m.reduce_seconds = training_step_.reduce(trained);
     beat(s, "optimizer");
-    const std::vector<layers::Parameter<float>*>& all = optimizer_->params();
+    const std::vector<layers::Parameter<T>*>& all = optimizer_->params();
     optimizer_->step([&](std::size_t i) { return std::find(trained.begin(), trained.end(), all[i]) != trained.end(); });
     return finish_timing(m, t0, halo0);
-    }
   }
 
   // TICA's objective over every full batch of `set` for the stages step `at_step` trains.
@@ -467,9 +460,8 @@ class Run {
   // checkpoint holds.
   NamedParameters<T> named_parameters() {
     NamedParameters<T> all = model_.params();
-    if constexpr (kFp32)
-      if (tica_)
-        for (const auto& p : tica_->decoder_params()) all.push_back(p);
+    if (tica_)
+      for (const auto& p : tica_->decoder_params()) all.push_back(p);
     return all;
   }
   std::vector<layers::Parameter<T>*> parameters() {
@@ -494,8 +486,14 @@ class Run {
       const MemoryItem& output = memory.plan.items().back();  // the output activation (no halo; Graph::memory_plan)
       memory.plan.add("the targets", output.shape, output.bytes);
     }
-    if (o_.objective == "tica")
-      memory.plan.add("TICA decoders and their gradients (at most as large as the parameters)", "", 2 * parameter_bytes);
+    if (o_.objective == "tica") {
+      // At most as many elements as the model's parameters; in bf16 a value of 2 bytes
+      // besides the fp32 master and gradient, as every bf16 parameter.
+      memory.plan.add("TICA decoders' masters and gradients (at most as large as the parameters)", "", 2 * parameter_bytes);
+      if constexpr (!kFp32)
+        memory.plan.add("TICA decoders' bf16 values", "", memory.plan.parameter_elements() * std::int64_t(sizeof(T)),
+                        MemoryUse::other, "bf16");
+    }
     const Distribution images(input, grid_.dims());
     if constexpr (!kFp32) memory.plan.add("the batch as read, in fp32 (rounded into the bf16 input)", "", images.owned_box(grid_.rank()).size() * 4);
     MemoryPlan with_cache = memory.plan;
@@ -555,7 +553,7 @@ class Run {
 
   MemoryFigures& memory_;
   Sequential<T> model_;
-  std::optional<TicaObjective> tica_;
+  std::optional<TicaObjectiveOf<T>> tica_;
   OptimizerSettings settings_;
   std::unique_ptr<layers::Optimizer<T>> optimizer_;
   TrainingStepOf<T> training_step_;  // backward, reduction, optimizer: what persists across steps

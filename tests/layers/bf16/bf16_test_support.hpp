@@ -24,10 +24,14 @@
 // 4e-3 for every layer here, deconv with its bias 3.6e-3 on y. The parameter gradients
 // agree exactly on a CPU without bf16 kernels: they read only x and dy, which both
 // precisions are given rounded alike, and are summed in fp32 by the same primitives.
+// regrid copies every cell to its owner on the other grid and back (no sum, no rounding):
+// exact in both tests.
 
 #include <Kokkos_Core.hpp>
 
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -46,6 +50,7 @@
 #include "layers/linear.hpp"
 #include "layers/locally_connected.hpp"
 #include "layers/pool2d.hpp"
+#include "layers/regrid.hpp"
 #include "layers/upsample.hpp"
 #include "tests/layers/support/compare.hpp"
 #include "tests/layers/support/layer_step.hpp"
@@ -92,12 +97,28 @@ inline std::vector<Bf16Case> bf16_cases() {
       {"gap", {2, 3, 13, 11}},
       {"upsample_scale2", {2, 3, 7, 6}},
       {"upsample_scale3", {2, 3, 5, 4}},
+      // Moves values to another layout of the same ranks (regrid_target) and gradients back.
+      {"regrid_transpose", {2, 3, 13, 11}, true},
+      {"regrid_to_rows", {2, 3, 13, 11}, true},
   };
 }
 
+// The grid a regrid case moves an activation on `from` to: the row and column splits
+// swapped, or every rank a band of rows (samples no longer split). On one rank both are
+// 1x1x1; on most grids of 2-4 ranks every cell changes owner or stays by chance.
+inline GridDims regrid_target(const std::string& name, const GridDims& from) {
+  if (name == "regrid_transpose") return {from[0], from[2], from[1]};
+  if (name == "regrid_to_rows") return {1, from[0] * from[1] * from[2], 1};
+  throw std::invalid_argument("no regrid test case named " + name);
+}
+
+inline bool is_regrid_case(const std::string& name) { return name.rfind("regrid_", 0) == 0; }
+
+// `grid`: the dims of the input's grid (a regrid case's target follows from it).
 template <class T>
-std::unique_ptr<Layer<T>> make_case_layer(const std::string& name, const Shape4& in) {
+std::unique_ptr<Layer<T>> make_case_layer(const std::string& name, const Shape4& in, const GridDims& grid = {1, 1, 1}) {
   constexpr std::uint64_t seed = 11;
+  if (is_regrid_case(name)) return std::make_unique<Regrid<T>>(regrid_target(name, grid));
   if (name == "conv_k3_pad1") return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=3,pad=1"), in[C], seed);
   if (name == "conv_k5_stride2_no_bias")
     return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=5,stride=2,pad=2,bias=false"), in[C], seed);
@@ -166,11 +187,13 @@ struct Bf16Step {
 template <class T>
 Bf16Step run_case(const ProcessGrid& grid, const Bf16Case& c, const HostArray<float>& x_global,
                   const HostArray<float>& dy_global) {
-  std::unique_ptr<Layer<T>> layer = make_case_layer<T>(c.name, c.input);
+  std::unique_ptr<Layer<T>> layer = make_case_layer<T>(c.name, c.input, grid.dims());
   const Shape4 out_shape = layer->output_shape(c.input);
   std::shared_ptr<const ProcessGrid> head;
   if (c.name == "linear" || c.name == "gap") head = make_head_grid(grid);
-  const ProcessGrid& out_grid = head ? *head : grid;
+  std::optional<ProcessGrid> moved;  // a regrid's output grid: other dims, the same ranks
+  if (const std::optional<GridDims> to = layer->output_grid()) moved.emplace(grid.comm(), *to);
+  const ProcessGrid& out_grid = head ? *head : moved ? *moved : grid;
   // Linear and gap read their tile only (the registry's InputHalo::none): x without a halo.
   auto input = [&](const char* label) {
     return head ? Tensor<T>(grid, c.input, HaloWidths{}, label) : make_input(grid, c.input, *layer, label);
