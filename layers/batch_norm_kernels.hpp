@@ -83,15 +83,6 @@ struct MomentCells {
   }
 };
 
-template <class Table>
-struct StoreMoments {
-  Table sums;
-  std::int64_t channels;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t g, const double s) const {
-    sums(g / channels, g % channels) = s;
-  }
-};
-
 }  // namespace detail
 
 // The device passes on any execution space (tests run them on the host): sums (2, C) from
@@ -102,9 +93,8 @@ void blocked_channel_sums(const Op& op, const CellExtents& e, const Table& sums,
   if (channels == 0) return;
   blocked_sums<Exec>("tessera::batch_norm::block_sums", "tessera::batch_norm::fold_blocks", 2 * channels,
                      e.n * e.h * e.w, detail::MomentCells<Op>{op, channels, e.h, e.w},
-                     detail::StoreMoments<Table>{sums, channels}, partial);
+                     StoreRowMajor<Table>{sums, channels}, partial);
 }
-
 
 // Scratch of the device passes (empty on the host), kept by the caller between calls.
 using ChannelSumsScratch = BlockPartials<Kokkos::DefaultExecutionSpace>;

@@ -66,6 +66,17 @@ struct FoldBlocks {
 
 }  // namespace detail
 
+// A store that puts group g's sum at table(g / columns, g % columns), in the table's type:
+// groups numbered row-major over a (rows, columns) table.
+template <class Table>
+struct StoreRowMajor {
+  Table table;
+  std::int64_t columns;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t g, const double s) const {
+    table(g / columns, g % columns) = static_cast<typename Table::non_const_value_type>(s);
+  }
+};
+
 // Blocks per group for `count` cells (at least one, so an empty group still stores 0).
 inline std::int64_t sum_blocks(std::int64_t count) {
   return count <= 0 ? 1 : (count + kSumBlockCells - 1) / kSumBlockCells;

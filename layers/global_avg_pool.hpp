@@ -45,20 +45,11 @@ struct PlaneCells {
   }
 };
 
-template <class Out>
-struct StorePlaneSum {
-  Out sums;
-  std::int64_t channels;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t g, const double s) const {
-    sums(g / channels, g % channels) = static_cast<typename Out::non_const_value_type>(s);
-  }
-};
-
 template <class Exec, class In, class Out>
 void blocked_tile_sums(const In& x, const Out& sums, BlockPartials<Exec>& scratch) {
   const CellExtents e = extents_of(x);
   blocked_sums<Exec>("tessera::gap_tile_sum::blocks", "tessera::gap_tile_sum::fold", e.n * e.c, e.h * e.w,
-                     PlaneCells<In>{x, e.c, e.w}, StorePlaneSum<Out>{sums, e.c}, scratch);
+                     PlaneCells<In>{x, e.c, e.w}, StoreRowMajor<Out>{sums, e.c}, scratch);
 }
 
 // y(n, c, 0, 0) = sums(n, c) * factor: the mean.
