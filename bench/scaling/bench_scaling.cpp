@@ -9,8 +9,9 @@
 //                              [--profile FILE]   write per-layer timings of this shape (P = 1)
 //                              [--timings FILE]   predict from a --profile of a probe shape
 //                              [--machine FILE]   override model machine fields (name value)
-//                              [--measure-links FILE]  ranks 0 and 1: latency (ping-pong) and bandwidth
-//                                                      (both ways at once), written as the fields
+//                              [--measure-links FILE]  ranks 0 and 1: latency (ping-pong), bandwidth
+//                                                      (both ways at once) and an allreduce's host
+//                                                      work, written as the fields
 //                                                      (intra_* on one node, inter_* on two), exit
 //                              [--label TEXT]
 //
@@ -203,45 +204,46 @@ double one_way_seconds(std::size_t bytes, int trips, MPI_Comm comm, int rank) {
   return best;
 }
 
-// The time for `bytes` to cross each way at once (MPI_Sendrecv between ranks 0 and 1), as in
-// every step of a halo exchange or an allreduce: the fastest batch's mean, as above. On a
-// full-duplex link this is the one-way time; where both directions share something (the
-// cores that run TCP for network-namespace hosts on one machine) it is longer.
-double exchange_seconds(std::size_t bytes, int trips, MPI_Comm comm, int rank) {
-  std::vector<char> out(std::max<std::size_t>(bytes, 1)), in(out.size());
+// Seconds of one `trip()` (what a rank does in it; ranks with nothing to do return): batches
+// of `trips`, each batch's time the slower rank's, the fastest batch after the first (a
+// warm-up; other processes share the cores and preempt some batches).
+template <class Trip>
+double slowest_rank_fastest_batch(int batches, int trips, MPI_Comm comm, const Trip& trip) {
   double best = 1e30;
-  const int peer = rank == 0 ? 1 : 0;
-  for (int batch = 0; batch < 40; ++batch) {
+  for (int batch = 0; batch < batches; ++batch) {
     MPI_Barrier(comm);
     const double t0 = MPI_Wtime();
-    if (rank <= 1)
-      for (int t = 0; t < trips; ++t)
-        MPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, peer, 1, in.data(), static_cast<int>(bytes), MPI_BYTE,
-                     peer, 1, comm, MPI_STATUS_IGNORE);
+    for (int t = 0; t < trips; ++t) trip();
     double each = (MPI_Wtime() - t0) / trips;
-    MPI_Allreduce(MPI_IN_PLACE, &each, 1, MPI_DOUBLE, MPI_MAX, comm);  // the slower of the two
+    MPI_Allreduce(MPI_IN_PLACE, &each, 1, MPI_DOUBLE, MPI_MAX, comm);
     if (batch > 0) best = std::min(best, each);
   }
   return best;
 }
 
-// Seconds of an MPI_Allreduce (sum) of `count` floats between world ranks 0 and 1 alone:
-// the fastest batch's mean, as above.
+// The time for `bytes` to cross each way at once (MPI_Sendrecv between ranks 0 and 1), as in
+// every step of a halo exchange or an allreduce. On a full-duplex link this is the one-way
+// time; where both directions share something (the cores that run TCP for network-namespace
+// hosts on one machine) it is longer.
+double exchange_seconds(std::size_t bytes, int trips, MPI_Comm comm, int rank) {
+  std::vector<char> out(std::max<std::size_t>(bytes, 1)), in(out.size());
+  const int peer = rank == 0 ? 1 : 0;
+  return slowest_rank_fastest_batch(40, trips, comm, [&] {
+    if (rank <= 1)
+      MPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, peer, 1, in.data(), static_cast<int>(bytes), MPI_BYTE,
+                   peer, 1, comm, MPI_STATUS_IGNORE);
+  });
+}
+
+// Seconds of an MPI_Allreduce (sum) of `count` floats between world ranks 0 and 1 alone.
 double allreduce_pair_seconds(std::size_t count, int trips, MPI_Comm comm, int rank) {
   MPI_Comm pair;
   MPI_Comm_split(comm, rank <= 1 ? 0 : MPI_UNDEFINED, rank, &pair);
   std::vector<float> values(count, 1.0f);
-  double best = 1e30;
-  for (int batch = 0; batch < 20; ++batch) {
-    MPI_Barrier(comm);
-    const double t0 = MPI_Wtime();
+  const double best = slowest_rank_fastest_batch(20, trips, comm, [&] {
     if (pair != MPI_COMM_NULL)
-      for (int t = 0; t < trips; ++t)
-        MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, pair);
-    double each = (MPI_Wtime() - t0) / trips;
-    MPI_Allreduce(MPI_IN_PLACE, &each, 1, MPI_DOUBLE, MPI_MAX, comm);
-    if (batch > 0) best = std::min(best, each);
-  }
+      MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, pair);
+  });
   if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
   return best;
 }
