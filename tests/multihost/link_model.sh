@@ -7,7 +7,8 @@
 #   link_model.sh BENCH_SCALING WORK_DIR OUT_JSONL [MODEL SHAPE GRID]
 # RANKS (default 4) sets the step's rank count, spread evenly over the hosts; GRID defaults to
 # 1xRANKSx1. With no more ranks than cores no rank waits for a core, which the model does not
-# model: only then do its link terms meet a measurement undisturbed.
+# model: only then do its link terms meet a measurement undisturbed. OVERLAP_ALLREDUCE (default
+# off, what the model predicts) is the step's --overlap-allreduce.
 set -uo pipefail
 source "$MH_LIB"
 bench=$1 dir=$2 out=$3
@@ -37,8 +38,8 @@ cores=$(getconf _NPROCESSORS_ONLN)
 # MPI_Finalize can stop for good across these hosts after the result line (MPICH 4.0 over
 # UCX's TCP, distarray/finalize_guard.hpp): the runtime's deadline ends the ranks 10 s later.
 TESSERA_FINALIZE_TIMEOUT=10 srun_on -N "$hosts" -n "$ranks" --ntasks-per-node="$per_host" "$bench" --model "$model" \
-  --shape "$shape" --grid "$grid" --warmup 1 --repeats 5 --timings "$dir/profile.txt" --machine "$dir/machine.txt" \
-  --label "hosts=$hosts link=$MH_LINK_PROFILE" >"$dir/step.json" || { cat "$dir/step.json"; fail "the step benchmark failed"; }
+  --shape "$shape" --grid "$grid" --warmup 1 --repeats 5 --overlap-allreduce "${OVERLAP_ALLREDUCE:-off}" --timings "$dir/profile.txt" --machine "$dir/machine.txt" \
+  --label "hosts=$hosts link=$MH_LINK_PROFILE overlap_allreduce=${OVERLAP_ALLREDUCE:-off}" >"$dir/step.json" || { cat "$dir/step.json"; fail "the step benchmark failed"; }
 grep -q '"bench": "scaling"' "$dir/step.json" || { cat "$dir/step.json"; fail "no result line from the step benchmark"; }
 line=$(grep '"bench": "scaling"' "$dir/step.json")
 links=$(awk '/^inter_latency_s/ {l = $2} /^inter_bandwidth/ {b = $2} /^inter_reduce_bandwidth/ {r = $2}
