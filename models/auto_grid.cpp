@@ -30,7 +30,7 @@ std::string seconds(double s) {
 }  // namespace
 
 AutoGrid choose_auto_grid(const std::string& model, const std::string& data, std::int64_t batch,
-                          const layers::WindowedConfig& halo, MPI_Comm comm) {
+                          const layers::WindowedConfig& halo, const std::string& precision, MPI_Comm comm) {
   int ranks = 1;
   MPI_Comm_size(comm, &ranks);
   AutoGrid choice;
@@ -46,6 +46,7 @@ AutoGrid choose_auto_grid(const std::string& model, const std::string& data, std
     if (images.size() != 4) throw std::invalid_argument("/images is not (N, C, H, W)");
     PerfModel perf(model, {batch, images[1], images[2], images[3]}, Machine::for_this_build(per_node));
     perf.set_overlap(halo.overlap == layers::Overlap::on);
+    perf.set_precision(precision);
     const std::vector<StepPrediction> ranking = perf.ranking(ranks);
     if (ranking.empty()) throw std::invalid_argument("no grid of " + std::to_string(ranks) + " ranks fits the model");
     const StepPrediction& best = ranking.front();

@@ -26,7 +26,8 @@ struct AutoGrid {
 };
 
 // Collective over `comm` (reads /images' shape from `data`, counts the ranks per node).
+// `precision`: the run's ("fp32" or "bf16": its activations' bytes, PerfModel::set_precision).
 AutoGrid choose_auto_grid(const std::string& model, const std::string& data, std::int64_t batch,
-                          const layers::WindowedConfig& halo, MPI_Comm comm);
+                          const layers::WindowedConfig& halo, const std::string& precision, MPI_Comm comm);
 
 }  // namespace tessera::models

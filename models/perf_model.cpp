@@ -15,7 +15,9 @@ namespace tessera::models {
 
 namespace {
 
-constexpr double kElementBytes = sizeof(float);  // training precision
+// Parameter gradients are fp32 in every precision (layers/fused_bucket.hpp), and so are the
+// head layers' partial products; activations take PerfModel::activation_bytes_.
+constexpr double kGradientBytes = sizeof(float);
 
 std::int64_t cells(const Shape4& s) { return s[N] * s[C] * s[H] * s[W]; }
 
@@ -226,6 +228,12 @@ std::int64_t PerfModel::parameter_count() const {
   return n;
 }
 
+void PerfModel::set_precision(std::string_view precision) {
+  if (precision == "fp32") activation_bytes_ = 4;
+  else if (precision == "bf16") activation_bytes_ = 2;
+  else throw std::invalid_argument("performance model: precision must be fp32 or bf16, got '" + std::string(precision) + "'");
+}
+
 void PerfModel::use_timings(std::vector<LayerTiming> timings, const Shape4& probe, double probe_share) {
   if (timings.size() != facts_.size())
     throw std::invalid_argument("perf model: " + std::to_string(timings.size()) + " layer timings for " +
@@ -301,7 +309,7 @@ PerfModel::Work PerfModel::layer_work(std::size_t i, const Box& out_tile, const 
   const double flops = f.forward_flops * fraction;
   const double bytes = (static_cast<double>(in_tile.size()) * static_cast<double>(f.inputs.size()) +
                         static_cast<double>(out_tile.size())) *
-                       kElementBytes;
+                       activation_bytes_;
   // Backward: data and weight gradients (twice the multiply-adds), reading x and dy and
   // writing dx (twice the bytes); one call for dx and one per parameter.
   const double forward = m.kernel_overhead_s + std::max(flops / m.flop_rate, bytes / m.memory_bandwidth);
@@ -425,7 +433,7 @@ StepPrediction PerfModel::predict(const GridDims& grid) const {
   }
   double allreduce = 0, allreduce_bytes = 0;
   for (const auto& [group, elements] : buckets) {
-    const double bytes = elements * kElementBytes;
+    const double bytes = elements * kGradientBytes;
     allreduce += allreduce_seconds(bytes, group.size, link_of(group));
     // Packing the fused bucket and unpacking it, and the trip through host memory.
     allreduce += 4 * m.kernel_overhead_s + 2 * bytes / m.memory_bandwidth;
@@ -473,7 +481,7 @@ StepPrediction PerfModel::predict(const GridDims& grid) const {
       }
       if (f.head_partial_sum) {
         const RankGroup spatial = group_of(in_a, layers::SumGroup::spatial);
-        lp.compute_s += allreduce_seconds(static_cast<double>(out_tile.size()) * kElementBytes, spatial.size,
+        lp.compute_s += allreduce_seconds(static_cast<double>(out_tile.size()) * kGradientBytes, spatial.size,
                                           link_of(spatial));
       }
       // Pieces a rank moves, with the time of the transfer and of packing them.
@@ -483,7 +491,7 @@ StepPrediction PerfModel::predict(const GridDims& grid) const {
         double total = 0, run_count = 0;
         for (const auto* list : {&receives, &sends})
           for (const Piece& pc : *list) {
-            const double bytes = static_cast<double>(pc.box.size()) * kElementBytes;
+            const double bytes = static_cast<double>(pc.box.size()) * activation_bytes_;
             LinkLoad& load = pc.peer / rpn == node ? near : far;
             (list == &receives ? load.receive : load.send) += bytes, ++load.messages;
             total += bytes, run_count += static_cast<double>(runs(pc.box));
@@ -535,7 +543,7 @@ StepPrediction PerfModel::predict(const GridDims& grid) const {
     // every rank; the optimizer streams over the parameters a few times.
     const std::size_t last = facts_.size();
     const Box out_tile = Distribution(shapes_[last], activation_grid(last, grid)).owned_box(rank_on(last, grid, rank));
-    p.compute_s += (m.kernel_overhead_s + 3 * static_cast<double>(out_tile.size()) * kElementBytes / m.memory_bandwidth) / share +
+    p.compute_s += (m.kernel_overhead_s + 3 * static_cast<double>(out_tile.size()) * activation_bytes_ / m.memory_bandwidth) / share +
                    allreduce_seconds(16, ranks, link_of({ranks, 1}));
     p.compute_s += (tensors * m.kernel_overhead_s + 16 * static_cast<double>(reduced_elements) / m.memory_bandwidth) / share;
     if (!slowest || p.total_s() > slowest->total_s()) slowest = std::move(p);

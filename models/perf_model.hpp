@@ -30,6 +30,8 @@
 // grid (fixed by the spec), and a head after it on that grid's head grid. The nodes of a
 // graph run in topological order; a node with several inputs (add, concat) reads its
 // inputs' owned cells (no halo) and costs its output's bytes.
+// Precision (set_precision): activations, their halos and regrids move 2 bytes an element in
+// bf16 and 4 in fp32; the gradient allreduce and the head's partial sums are fp32 in both.
 // Halo traffic is exact: per peer the cells of owned(peer) ∩ window(me) (fill) and of
 // owned(me) ∩ window(peer), the boxes halo::Plan computes; backward's accumulate sends them
 // the other way. Not modelled: waiting for a slower neighbour (it appears as exposed halo
@@ -157,6 +159,10 @@ class PerfModel {
   void use_timings(std::vector<LayerTiming> timings, const Shape4& probe, double probe_share = 1);
   const Machine& machine() const { return machine_; }
   void set_overlap(bool on) { overlap_on_ = on; }  // tessera-train --overlap
+  // The training precision's activations: "fp32" (4 bytes an element) or "bf16" (2: halos,
+  // regrids and the layers' memory traffic halve; the gradient allreduce stays fp32).
+  // Throws std::invalid_argument naming any other value.
+  void set_precision(std::string_view precision);
 
   // Why `grid` cannot run the model (an activation it would cut into empty tiles, a layer
   // with parameters after the head), or nothing.
@@ -201,6 +207,7 @@ class PerfModel {
   std::vector<Shape4> probe_shapes_;  // [a]: activation a on the probe
   double probe_share_ = 1;
   bool overlap_on_ = true;
+  double activation_bytes_ = 4;  // per activation element (set_precision)
 };
 
 // Every {pn, ph, pw} with pn * ph * pw == ranks, pn ascending then ph ascending.

@@ -89,7 +89,7 @@ void check_options(const TrainerOptions& o) {
 // which grid and why, since the choice changes what a step costs.
 GridDims grid_dims(const TrainerOptions& o, MPI_Comm comm, const Line& say) {
   if (o.grid != "auto") return parse_grid(o.grid);
-  const AutoGrid choice = choose_auto_grid(o.model, o.data, o.batch, o.halo, comm);
+  const AutoGrid choice = choose_auto_grid(o.model, o.data, o.batch, o.halo, o.precision, comm);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == 0 && !choice.reason.empty()) say(choice.reason);

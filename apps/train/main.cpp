@@ -168,6 +168,7 @@ int predict(const Runtime& runtime, const AppOptions& a) {
                                                                 : models::Machine::for_this_build(a.predict);
   models::PerfModel perf(a.train.model, input, machine);
   perf.set_overlap(a.train.halo.overlap == layers::Overlap::on);
+  perf.set_precision(a.train.precision);
   std::cout << models::prediction_table(perf, a.predict) << std::flush;
   return 0;
 }

@@ -4,7 +4,8 @@
 // layers::Windowed builds it sends and receives, and the accumulate (backward) moves the
 // same boxes the other way. For a graph (a tensor read by two windows, a residual add, a
 // regrid to another layout and back): the step's halo bytes are those of exchanges built on
-// the real model's activations, and its regrid bytes those of the real regrid's plan.
+// the real model's activations, and its regrid bytes those of the real regrid's plan — in fp32
+// and in bf16 (half the bytes; the gradient allreduce fp32 in both).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -106,7 +107,11 @@ std::string graph_spec(const GridDims& other, const GridDims& model) {
          format_grid(model) + "), conv(out=2,k=3,pad=1)";
 }
 
-TEST(PerfModelHalo, GraphStepBytesAreTheRealModelsExchangesAndRegrids) {
+// In element type T (float, or bf16 with set_precision("bf16")): the halos and regrids
+// move T, the gradient allreduce fp32 in both.
+template <class T>
+void expect_graph_step_bytes_of_the_real_model(const char* precision) {
+  constexpr std::int64_t element = sizeof(T);
   const int ranks = testing::world_size();
   const Shape4 input{4, 2, 17, 15};
   for (const GridDims& dims : testing::all_grids(ranks))
@@ -114,25 +119,26 @@ TEST(PerfModelHalo, GraphStepBytesAreTheRealModelsExchangesAndRegrids) {
       const std::string spec = graph_spec(other, dims);
       SCOPED_TRACE(format_grid(dims) + " then " + format_grid(other));
       PerfModel perf(spec, input, Machine::cpu_core());
+      perf.set_precision(precision);
       ASSERT_EQ(perf.why_invalid(dims), std::nullopt);
       const ProcessGrid grid(MPI_COMM_WORLD, dims);
-      Sequential<float> model(spec, input, grid, 1);
+      Sequential<T> model(spec, input, grid, 1);
       ASSERT_EQ(model.size(), perf.size());
       std::int64_t halo = 0, regrid = 0;
       for (std::size_t i = 0; i < model.size(); ++i) {
         const std::size_t a = model.node_inputs(i)[0];
         ASSERT_EQ(perf.inputs(i), model.node_inputs(i));
-        const layers::Tensor<float>& x = model.activation(a);
+        const layers::Tensor<T>& x = model.activation(a);
         ASSERT_EQ(perf.activation_grid(a, dims), x.grid().dims()) << "node " << i;
         if (model.layer(i).output_grid()) {
           const Distribution& from = x.distribution();
           const Distribution& to = model.activation(i + 1).distribution();
-          const Redistribution<float> plan(x.grid(), from, model.activation(i + 1).grid(), to);
+          const Redistribution<T> plan(x.grid(), from, model.activation(i + 1).grid(), to);
           const std::int64_t own = from.owned_box(grid.rank()).intersect(to.owned_box(grid.rank())).size();
           const HaloTraffic t = regrid_traffic(from, to, grid.rank());
           EXPECT_EQ(t.send_cells + own, plan.send_elements()) << "node " << i;
           EXPECT_EQ(t.receive_cells + own, plan.receive_elements()) << "node " << i;
-          regrid += (t.send_cells + t.receive_cells) * kBytes;
+          regrid += (t.send_cells + t.receive_cells) * element;
           continue;
         }
         if (model.node_inputs(i).size() != 1 || layers::windows_inside_owned(model.layer(i), x.distribution())) continue;
@@ -146,10 +152,32 @@ TEST(PerfModelHalo, GraphStepBytesAreTheRealModelsExchangesAndRegrids) {
       MPI_Allreduce(MPI_IN_PLACE, want, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
       EXPECT_EQ(p.halo_bytes, want[0]);
       EXPECT_EQ(p.regrid_bytes, want[1]);
+      if (ranks > 1) {
+        EXPECT_EQ(p.allreduce_bytes, model.parameter_count() * static_cast<std::int64_t>(sizeof(float)));
+      }
       if (ranks > 1 && other != dims) {
         EXPECT_GT(p.regrid_bytes, 0);
       }
     }
+}
+
+TEST(PerfModelHalo, GraphStepBytesAreTheRealModelsExchangesAndRegrids) {
+  expect_graph_step_bytes_of_the_real_model<float>("fp32");
+}
+
+// bf16 (--precision bf16): half the halo and regrid bytes of fp32, the same allreduce bytes.
+TEST(PerfModelHalo, Bf16GraphStepBytesAreTheRealBf16ModelsExchangesAndRegrids) {
+  expect_graph_step_bytes_of_the_real_model<bf16>("bf16");
+}
+
+TEST(PerfModelHalo, PrecisionIsFp32OrBf16) {
+  PerfModel perf("conv(out=2,k=3,pad=1)", {1, 1, 8, 8}, Machine::cpu_core());
+  try {
+    perf.set_precision("fp16");
+    FAIL() << "fp16 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("precision must be fp32 or bf16, got 'fp16'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
