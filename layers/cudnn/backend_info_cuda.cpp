@@ -1,12 +1,12 @@
-// BackendInfo in CUDA builds. The GPU layers have no bf16 path yet: a --precision bf16 model
-// is refused when its first convolution or linear layer is built (require_precision), so
-// the speed warning never applies here.
+// BackendInfo in CUDA builds. bf16 runs on the GPU's bf16 tensor cores (cuDNN and cuBLAS
+// with fp32 accumulation: layers/cudnn/conv_cudnn.cpp, linear_cublas.cpp; the build targets
+// sm_80 or newer), so a --precision bf16 run has no speed warning to print.
 
 #include "layers/backend_info.hpp"
 
 namespace tessera::layers {
 
-BackendInfo backend_info() { return {"cuDNN", "cuda", false}; }
+BackendInfo backend_info() { return {"cuDNN", "cuda", true}; }
 
 std::string bf16_speed_warning(const BackendInfo&) { return ""; }
 

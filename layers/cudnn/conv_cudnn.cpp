@@ -16,6 +16,13 @@
 //
 // Math: CUDNN_FMA_MATH (no TF32), so results on any grid equal the one-rank result to fp32
 // rounding, as Tessera's invariant and its tests require; tensor-op candidates are refused.
+//
+// bf16 (--precision bf16): x, w, y in CUDNN_DATA_BFLOAT16 with fp32 accumulation (the
+// convolution's compute type FLOAT), tensor-op math allowed — the operands are bf16
+// already, so tensor cores multiply them exactly and add in fp32; nothing is rounded to
+// TF32. The legacy API keeps w and dw in x's type, so the bias, its gradient and the fp32
+// weight gradient go through layers/cudnn/bf16_conv_kernels.hpp: cuDNN writes dw in bf16
+// into scratch, which is added into the fp32 gradient (as PyTorch autocast's does).
 
 #include <cudnn.h>
 
@@ -30,11 +37,13 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "layers/conv_algorithm_choice.hpp"
 #include "layers/conv_backend.hpp"
+#include "layers/cudnn/bf16_conv_kernels.hpp"
 #include "layers/cudnn/cudnn_common.hpp"
 
 namespace tessera::layers {
@@ -50,12 +59,20 @@ using FilterDesc = Owned<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
 using ConvDesc = Owned<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 
 // A dense (1, O, 1, 1) tensor: the bias, broadcast over samples and positions.
-TensorDesc bias_desc(std::int64_t channels) { return tensor_desc({1, channels, 1, 1}, {channels, 1, 1, 1}); }
+TensorDesc bias_desc(std::int64_t channels, cudnnDataType_t type) {
+  return tensor_desc({1, channels, 1, 1}, {channels, 1, 1, 1}, type);
+}
 
-// The shapes of one convolution call: geometry, input and output tensors as laid out.
+// cuDNN's data type for elements E (float or bf16).
+template <class E>
+constexpr cudnnDataType_t kType = std::is_same_v<std::remove_const_t<E>, bf16> ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+
+// The shapes of one convolution call: geometry, element type, input and output tensors as
+// laid out.
 struct ProblemKey {
   ConvGeometry geometry;
   Shape4 in_dims{}, in_strides{}, out_dims{}, out_strides{};
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;
   friend bool operator==(const ProblemKey&, const ProblemKey&) = default;
 };
 
@@ -88,17 +105,20 @@ bool is_transform(Direction d, int algo) {
   }
 }
 
-// The ranking as plain candidates. Tensor-op math (TF32) would break the fp32 contract:
-// counted as unsupported.
+// The ranking as plain candidates. In fp32, tensor-op math (TF32) would break the fp32
+// contract: counted as unsupported. In bf16 tensor ops multiply the bf16 operands exactly;
+// conversion (to fp16) stays refused.
 template <class Perf>
-std::vector<AlgorithmCandidate> candidates(Direction d, const std::vector<Perf>& ranked, int returned) {
+std::vector<AlgorithmCandidate> candidates(Direction d, const std::vector<Perf>& ranked, int returned,
+                                           bool tensor_ops) {
   std::vector<AlgorithmCandidate> out;
   for (int i = 0; i < returned; ++i) {
     const Perf& p = ranked[static_cast<std::size_t>(i)];
     const int algo = static_cast<int>(p.algo);
-    out.push_back({algo, p.status == CUDNN_STATUS_SUCCESS && p.mathType != CUDNN_TENSOR_OP_MATH &&
-                             p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
-                   p.determinism == CUDNN_DETERMINISTIC, is_transform(d, algo), p.memory});
+    const bool math_ok = p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+                         (tensor_ops || p.mathType != CUDNN_TENSOR_OP_MATH);
+    out.push_back({algo, p.status == CUDNN_STATUS_SUCCESS && math_ok, p.determinism == CUDNN_DETERMINISTIC,
+                   is_transform(d, algo), p.memory});
   }
   return out;
 }
@@ -115,13 +135,15 @@ struct Problem {
   std::array<std::optional<Chosen>, kDirections> chosen;
 
   explicit Problem(const ProblemKey& k)
-      : key(checked(k)), input(tensor_desc(k.in_dims, k.in_strides)), output(tensor_desc(k.out_dims, k.out_strides)),
-        bias(bias_desc(k.out_dims[C])) {
+      : key(checked(k)),
+        input(tensor_desc(k.in_dims, k.in_strides, k.type)),
+        output(tensor_desc(k.out_dims, k.out_strides, k.type)),
+        bias(bias_desc(k.out_dims[C], k.type)) {
     const ConvGeometry& g = k.geometry;
     cudnnFilterDescriptor_t f = nullptr;
     check(cudnnCreateFilterDescriptor(&f), "create filter descriptor");
     filter.reset(f);
-    check(cudnnSetFilter4dDescriptor(f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, as_int(k.out_dims[C]),
+    check(cudnnSetFilter4dDescriptor(f, k.type, CUDNN_TENSOR_NCHW, as_int(k.out_dims[C]),
                                      as_int(k.in_dims[C] / g.groups), as_int(g.kh), as_int(g.kw)),
           "set filter descriptor");
     cudnnConvolutionDescriptor_t c = nullptr;
@@ -131,13 +153,15 @@ struct Problem {
                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           "set convolution descriptor");
     check(cudnnSetConvolutionGroupCount(c, as_int(g.groups)), "set group count");
-    check(cudnnSetConvolutionMathType(c, CUDNN_FMA_MATH), "set math type");
+    check(cudnnSetConvolutionMathType(c, tensor_ops() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH), "set math type");
   }
+
+  bool tensor_ops() const { return key.type == CUDNN_DATA_BFLOAT16; }
 
   void make_packed() {
     if (packed_input) return;
-    packed_input = tensor_desc(key.in_dims, packed_strides(key.in_dims));
-    packed_output = tensor_desc(key.out_dims, packed_strides(key.out_dims));
+    packed_input = tensor_desc(key.in_dims, packed_strides(key.in_dims), key.type);
+    packed_output = tensor_desc(key.out_dims, packed_strides(key.out_dims), key.type);
   }
   cudnnTensorDescriptor_t in(bool packed) const { return packed ? packed_input.get() : input.get(); }
   cudnnTensorDescriptor_t out(bool packed) const { return packed ? packed_output.get() : output.get(); }
@@ -152,7 +176,7 @@ struct Problem {
     return "input " + dims(key.in_dims, key.in_strides) + ", output " + dims(key.out_dims, key.out_strides) +
            ", kernel " + std::to_string(g.kh) + "x" + std::to_string(g.kw) + ", stride " + std::to_string(g.sh) +
            "x" + std::to_string(g.sw) + ", dilation " + std::to_string(g.dh) + "x" + std::to_string(g.dw) +
-           ", groups " + std::to_string(g.groups);
+           ", groups " + std::to_string(g.groups) + (tensor_ops() ? ", bf16" : "");
   }
 };
 
@@ -161,27 +185,29 @@ constexpr int kRankedAlgorithms = 8;  // more than cuDNN has in any direction
 // The heuristics' ranking of one direction for the in-place or the packed tensors, as plain
 // candidates: `get(n, &returned, perf, packed)` calls the direction's cudnnGet*Algorithm_v7.
 template <class Perf, class Get>
-auto ranking(Direction d, const Get& get) {
-  return [d, get](bool packed) {
+auto ranking(Direction d, bool tensor_ops, const Get& get) {
+  return [d, tensor_ops, get](bool packed) {
     std::vector<Perf> ranked(kRankedAlgorithms);
     int returned = 0;
     check(get(kRankedAlgorithms, &returned, ranked.data(), packed), "rank algorithms");
-    return candidates(d, ranked, returned);
+    return candidates(d, ranked, returned, tensor_ops);
   };
 }
 
-// A dense float buffer, grown on demand and never shrunk.
+// A dense device buffer, grown on demand and never shrunk, viewed as elements of E.
 class Scratch {
  public:
-  float* at_least(std::size_t elements) {
-    if (elements > view_.extent(0))
-      view_ = Kokkos::View<float*, Kokkos::DefaultExecutionSpace::memory_space>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::cudnn_packed"), elements);
-    return view_.data();
+  template <class E>
+  E* at_least(std::size_t elements) {
+    const std::size_t bytes = elements * sizeof(E);
+    if (bytes > view_.extent(0))
+      view_ = Kokkos::View<char*, Kokkos::DefaultExecutionSpace::memory_space>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::cudnn_scratch"), bytes);
+    return reinterpret_cast<E*>(view_.data());
   }
 
  private:
-  Kokkos::View<float*, Kokkos::DefaultExecutionSpace::memory_space> view_;
+  Kokkos::View<char*, Kokkos::DefaultExecutionSpace::memory_space> view_;
 };
 
 std::size_t elements(const Shape4& d) { return static_cast<std::size_t>(d[N] * d[C] * d[H] * d[W]); }
@@ -191,74 +217,114 @@ class CudnnConv final : public ConvBackend {
   CudnnConv() = default;
 
   std::string_view name() const override { return "cudnn"; }
+  bool runs_bf16() const override { return true; }
 
-  void forward(const ConvGeometry& g, const ConstTensor4& x_in, const float* weight, const float* bias,
+  void forward(const ConvGeometry& g, const ConstTensor4& x, const float* weight, const float* bias,
                const MutableTensor4& y) override {
-    const ConstTensor4 x = read_part(g, x_in, y.dims);
-    Problem& p = problem({g, x.dims, x.strides, y.dims, y.strides});
-    run(p, kForward, ranking<cudnnConvolutionFwdAlgoPerf_t>(kForward, [&](int n, int* returned, auto* ranked, bool packed) {
+    const Problem& p = forward_as<float>(g, x, weight, y);
+    if (bias) check(cudnnAddTensor(handle_, &kOne, p.bias.get(), bias, &kOne, p.output.get(), y.data), "add bias");
+  }
+  void forward_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const bf16* weight, const bf16* bias,
+                    const Tensor4Ref<bf16>& y) override {
+    forward_as<bf16>(g, x, weight, y);
+    if (bias) cudnn_bf16::add_bias<Kokkos::DefaultExecutionSpace>(y, bias);
+  }
+
+  void backward_data(const ConvGeometry& g, const ConstTensor4& dy, const float* weight,
+                     const MutableTensor4& dx) override {
+    backward_data_as<float>(g, dy, weight, dx);
+  }
+  void backward_data_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& dy, const bf16* weight,
+                          const Tensor4Ref<bf16>& dx) override {
+    backward_data_as<bf16>(g, dy, weight, dx);
+  }
+
+  // beta = 1: the gradients add into Parameter::grad.
+  void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy, float* dweight,
+                        float* dbias) override {
+    const Problem& p = backward_filter_as<float>(g, x, dy, dweight, kOne);
+    if (dbias)
+      check(cudnnConvolutionBackwardBias(handle_, &kOne, p.output.get(), dy.data, &kOne, p.bias.get(), dbias),
+            "backward bias");
+  }
+  // cuDNN's bf16 dw goes to scratch (beta = 0) and is added into the fp32 gradient.
+  void backward_weights_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const Tensor4Ref<const bf16>& dy,
+                             float* dweight, float* dbias) override {
+    const std::int64_t count = dy.dims[C] * (x.dims[C] / g.groups) * g.kh * g.kw;
+    bf16* dw = dw_.at_least<bf16>(static_cast<std::size_t>(count));
+    backward_filter_as<bf16>(g, x, dy, dw, kZero);
+    cudnn_bf16::add_widened<Kokkos::DefaultExecutionSpace>(dw, dweight, count);
+    if (dbias) cudnn_bf16::add_bias_gradient<Kokkos::DefaultExecutionSpace>(dy, dbias, bias_partial_);
+  }
+
+ private:
+  static constexpr float kOne = 1.0f, kZero = 0.0f;
+
+  template <class E>
+  const Problem& forward_as(const ConvGeometry& g, const Tensor4Ref<const E>& x_in, const E* weight,
+                            const Tensor4Ref<E>& y) {
+    const Tensor4Ref<const E> x = read_part(g, x_in, y.dims);
+    Problem& p = problem(ProblemKey{g, x.dims, x.strides, y.dims, y.strides, kType<E>});
+    run(p, kForward,
+        ranking<cudnnConvolutionFwdAlgoPerf_t>(kForward, p.tensor_ops(), [&](int n, int* returned, auto* ranked, bool packed) {
           return cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.in(packed), p.filter.get(), p.conv.get(),
                                                         p.out(packed), n, returned, ranked);
         }),
         [&](int algo, void* ws, std::size_t bytes, bool packed) {
-          const float* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
-          float* ys = packed ? out_.at_least(elements(y.dims)) : y.data;
+          const E* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
+          E* ys = packed ? out_.at_least<E>(elements(y.dims)) : y.data;
           const cudnnStatus_t status =
               cudnnConvolutionForward(handle_, &kOne, p.in(packed), xs, p.filter.get(), weight, p.conv.get(),
                                       static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &kZero, p.out(packed), ys);
           if (status == CUDNN_STATUS_SUCCESS && packed) unpack(p.packed_output.get(), ys, p.output.get(), y.data);
           return status;
         });
-    if (bias) check(cudnnAddTensor(handle_, &kOne, p.bias.get(), bias, &kOne, p.output.get(), y.data), "add bias");
+    return p;
   }
 
-  void backward_data(const ConvGeometry& g, const ConstTensor4& dy, const float* weight,
-                     const MutableTensor4& dx_in) override {
-    const MutableTensor4 dx = read_part(g, dx_in, dy.dims);
-    Problem& p = problem({g, dx.dims, dx.strides, dy.dims, dy.strides});
-    run(p, kData, ranking<cudnnConvolutionBwdDataAlgoPerf_t>(kData, [&](int n, int* returned, auto* ranked, bool packed) {
+  template <class E>
+  void backward_data_as(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
+                        const Tensor4Ref<E>& dx_in) {
+    const Tensor4Ref<E> dx = read_part(g, dx_in, dy.dims);
+    Problem& p = problem(ProblemKey{g, dx.dims, dx.strides, dy.dims, dy.strides, kType<E>});
+    run(p, kData,
+        ranking<cudnnConvolutionBwdDataAlgoPerf_t>(kData, p.tensor_ops(), [&](int n, int* returned, auto* ranked, bool packed) {
           return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.filter.get(), p.out(packed), p.conv.get(),
                                                              p.in(packed), n, returned, ranked);
         }),
         [&](int algo, void* ws, std::size_t bytes, bool packed) {
-          const float* dys =
-              packed ? pack(p.output.get(), dy.data, p.packed_output.get(), out_, p.key.out_dims) : dy.data;
-          float* dxs = packed ? in_.at_least(elements(dx.dims)) : dx.data;
+          const E* dys = packed ? pack(p.output.get(), dy.data, p.packed_output.get(), out_, p.key.out_dims) : dy.data;
+          E* dxs = packed ? in_.at_least<E>(elements(dx.dims)) : dx.data;
           const cudnnStatus_t status = cudnnConvolutionBackwardData(
               handle_, &kOne, p.filter.get(), weight, p.out(packed), dys, p.conv.get(),
               static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &kZero, p.in(packed), dxs);
           if (status == CUDNN_STATUS_SUCCESS && packed) unpack(p.packed_input.get(), dxs, p.input.get(), dx.data);
           return status;
         });
-    zero_unread(dx_in, dx.dims);
+    zero_unread(dx_in, dx.dims, p.key.type);
   }
 
-  void backward_weights(const ConvGeometry& g, const ConstTensor4& x_in, const ConstTensor4& dy, float* dweight,
-                        float* dbias) override {
-    const ConstTensor4 x = read_part(g, x_in, dy.dims);
-    Problem& p = problem({g, x.dims, x.strides, dy.dims, dy.strides});
-    // beta = 1: the gradients add into Parameter::grad. NOT_SUPPORTED comes before any work,
-    // so a refused candidate has added nothing.
+  // dweight = beta * dweight + the filter gradient, in E. NOT_SUPPORTED comes before any
+  // work, so a refused candidate has written nothing.
+  template <class E>
+  const Problem& backward_filter_as(const ConvGeometry& g, const Tensor4Ref<const E>& x_in,
+                                    const Tensor4Ref<const E>& dy, E* dweight, const float& beta) {
+    const Tensor4Ref<const E> x = read_part(g, x_in, dy.dims);
+    Problem& p = problem(ProblemKey{g, x.dims, x.strides, dy.dims, dy.strides, kType<E>});
     run(p, kFilter,
-        ranking<cudnnConvolutionBwdFilterAlgoPerf_t>(kFilter, [&](int n, int* returned, auto* ranked, bool packed) {
+        ranking<cudnnConvolutionBwdFilterAlgoPerf_t>(kFilter, p.tensor_ops(), [&](int n, int* returned, auto* ranked, bool packed) {
           return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.in(packed), p.out(packed), p.conv.get(),
                                                                p.filter.get(), n, returned, ranked);
         }),
         [&](int algo, void* ws, std::size_t bytes, bool packed) {
-          const float* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
-          const float* dys =
-              packed ? pack(p.output.get(), dy.data, p.packed_output.get(), out_, p.key.out_dims) : dy.data;
+          const E* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
+          const E* dys = packed ? pack(p.output.get(), dy.data, p.packed_output.get(), out_, p.key.out_dims) : dy.data;
           return cudnnConvolutionBackwardFilter(handle_, &kOne, p.in(packed), xs, p.out(packed), dys, p.conv.get(),
-                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &kOne,
+                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &beta,
                                                 p.filter.get(), dweight);
         });
-    if (dbias)
-      check(cudnnConvolutionBackwardBias(handle_, &kOne, p.output.get(), dy.data, &kOne, p.bias.get(), dbias),
-            "backward bias");
+    return p;
   }
-
- private:
-  static constexpr float kOne = 1.0f, kZero = 0.0f;
 
   // The leading part of an input-side tensor that the outputs read (conv_read_extent):
   // rows and columns past it are read by no output, and cuDNN refuses some shapes that
@@ -270,25 +336,30 @@ class CudnnConv final : public ConvBackend {
     return part;
   }
 
-  // dx's cells past the part the outputs read get zero (the backend's contract).
-  void zero_unread(const MutableTensor4& dx, const Shape4& read) {
+  // dx's cells past the part the outputs read get zero (the backend's contract). cuDNN
+  // reads the value in the tensor's type: all-zero bits are zero in fp32 and bf16 alike.
+  template <class E>
+  void zero_unread(const Tensor4Ref<E>& dx, const Shape4& read, cudnnDataType_t type) {
     if (read == dx.dims) return;
+    static constexpr double kZeroBits = 0;
     const auto zero = [&](Shape4 dims, std::int64_t offset) {
       if (dims[N] * dims[C] * dims[H] * dims[W] == 0) return;
-      const TensorDesc desc = tensor_desc(dims, dx.strides);
-      check(cudnnSetTensor(handle_, desc.get(), dx.data + offset, &kZero), "zero unread input cells");
+      const TensorDesc desc = tensor_desc(dims, dx.strides, type);
+      check(cudnnSetTensor(handle_, desc.get(), dx.data + offset, &kZeroBits), "zero unread input cells");
     };
     zero({dx.dims[N], dx.dims[C], dx.dims[H] - read[H], dx.dims[W]}, read[H] * dx.strides[H]);
     zero({dx.dims[N], dx.dims[C], read[H], dx.dims[W] - read[W]}, read[W] * dx.strides[W]);
   }
 
-  float* pack(cudnnTensorDescriptor_t from_desc, const float* from, cudnnTensorDescriptor_t to_desc, Scratch& to,
-              const Shape4& dims) {
-    float* dense = to.at_least(elements(dims));
+  template <class E>
+  E* pack(cudnnTensorDescriptor_t from_desc, const E* from, cudnnTensorDescriptor_t to_desc, Scratch& to,
+          const Shape4& dims) {
+    E* dense = to.at_least<E>(elements(dims));
     check(cudnnTransformTensor(handle_, &kOne, from_desc, from, &kZero, to_desc, dense), "pack a window");
     return dense;
   }
-  void unpack(cudnnTensorDescriptor_t from_desc, const float* from, cudnnTensorDescriptor_t to_desc, float* to) {
+  template <class E>
+  void unpack(cudnnTensorDescriptor_t from_desc, const E* from, cudnnTensorDescriptor_t to_desc, E* to) {
     check(cudnnTransformTensor(handle_, &kOne, from_desc, from, &kZero, to_desc, to), "unpack a window");
   }
 
@@ -362,6 +433,8 @@ class CudnnConv final : public ConvBackend {
   std::vector<std::pair<ConvGeometry, std::array<std::optional<int>, kDirections>>> preferred_;
   Kokkos::View<char*, Kokkos::DefaultExecutionSpace::memory_space> workspace_;
   Scratch in_, out_;  // dense copies of the input-side and output-side tensors, where needed
+  Scratch dw_;        // bf16: cuDNN's weight gradient, before it is added into fp32
+  BlockPartials<Kokkos::DefaultExecutionSpace> bias_partial_;  // bf16: the bias gradient's passes
   bool trace_ = std::getenv("TESSERA_CUDNN_TRACE") != nullptr;
 };
 

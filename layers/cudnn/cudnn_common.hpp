@@ -36,11 +36,11 @@ using Owned = std::unique_ptr<std::remove_pointer_t<Handle>, Destroyer<Handle, D
 
 using TensorDesc = Owned<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
 
-inline TensorDesc tensor_desc(const Shape4& dims, const Index4& strides) {
+inline TensorDesc tensor_desc(const Shape4& dims, const Index4& strides, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
   cudnnTensorDescriptor_t raw = nullptr;
   check(cudnnCreateTensorDescriptor(&raw), "create tensor descriptor");
   TensorDesc desc(raw);
-  check(cudnnSetTensor4dDescriptorEx(raw, CUDNN_DATA_FLOAT, as_int(dims[0]), as_int(dims[1]), as_int(dims[2]),
+  check(cudnnSetTensor4dDescriptorEx(raw, type, as_int(dims[0]), as_int(dims[1]), as_int(dims[2]),
                                      as_int(dims[3]), as_int(strides[0]), as_int(strides[1]), as_int(strides[2]),
                                      as_int(strides[3])),
         "set tensor descriptor");
