@@ -1,6 +1,7 @@
 #pragma once
-// The Kokkos kernels of LocalContrastNorm, written once for every backend. Free functions:
-// CUDA allows extended lambdas only outside private member functions.
+// The Kokkos kernels of LocalContrastNorm, written once for every backend, as functors (on
+// CUDA a KOKKOS_LAMBDA is copied to the heap at every launch) launched through the cell loops
+// on the held execution space instance.
 //
 // Notation (per sample; a(p) the 1-D Gaussian of the k x k window, sum 1, r = k/2):
 //   norm(h, w) = C * Zr(h) * Zc(w),  Zr(h) = sum of a(p) over taps p whose row h+p-r is in
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/blocked_sums.hpp"
 #include "layers/cell_loop.hpp"
@@ -152,10 +154,12 @@ void for_cells(const char* label, Int samples, Int channels, const Region& regio
 
 // ---- forward ------------------------------------------------------------------------------
 
-// mean(n, h, w) for (h, w) in `region` (inside the image).
 template <class X>
-void local_mean(const At<X>& x, const At<Plane>& mean, const Stencil& st, const Region& region, Int samples) {
-  for_region("tessera::lcn::mean", samples, region, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
+struct LocalMean {
+  At<X> x;
+  At<Plane> mean;
+  Stencil st;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n, const Int h, const Int w) const {
     Acc sum = 0;
     for (Int p = st.first(h); p < st.last(h, st.height); ++p)
       for (Int q = st.first(w); q < st.last(w, st.width); ++q) {
@@ -163,14 +167,21 @@ void local_mean(const At<X>& x, const At<Plane>& mean, const Stencil& st, const 
         for (Int c = 0; c < st.channels; ++c) sum += weight * Acc(x(n, c, h + p - st.r, w + q - st.r));
       }
     mean(n, h, w) = sum / st.norm(h, w);
-  });
+  }
+};
+
+// mean(n, h, w) for (h, w) in `region` (inside the image).
+template <class X>
+void local_mean(const At<X>& x, const At<Plane>& mean, const Stencil& st, const Region& region, Int samples) {
+  for_region("tessera::lcn::mean", samples, region, LocalMean<X>{x, mean, st});
 }
 
-// sigma(n, h, w) for (h, w) in `region`; mean must be known within r of it.
 template <class X>
-void local_sigma(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Stencil& st,
-                 const Region& region, Int samples) {
-  for_region("tessera::lcn::sigma", samples, region, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
+struct LocalSigma {
+  At<X> x;
+  At<Plane> mean, sigma;
+  Stencil st;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n, const Int h, const Int w) const {
     Acc sum = 0;
     for (Int p = st.first(h); p < st.last(h, st.height); ++p)
       for (Int q = st.first(w); q < st.last(w, st.width); ++q) {
@@ -182,7 +193,14 @@ void local_sigma(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, 
         }
       }
     sigma(n, h, w) = Kokkos::Experimental::sqrt(sum / st.norm(h, w));
-  });
+  }
+};
+
+// sigma(n, h, w) for (h, w) in `region`; mean must be known within r of it.
+template <class X>
+void local_sigma(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Stencil& st,
+                 const Region& region, Int samples) {
+  for_region("tessera::lcn::sigma", samples, region, LocalSigma<X>{x, mean, sigma, st});
 }
 
 // The per-sample sums below run as layers/blocked_sums.hpp's two deterministic passes on
@@ -215,22 +233,38 @@ inline void region_sums(const At<Plane>& plane, const Samples& sums, const Regio
                                               scratch);
 }
 
+struct Scale {
+  Acc* values;
+  Acc factor;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n) const { values[n] *= factor; }
+};
+
 // values(n) *= factor.
 inline void scale(const Samples& values, Acc factor) {
-  Kokkos::parallel_for(
-      kernel_label("tessera::lcn::scale"), Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, Int(values.extent(0))),
-      KOKKOS_LAMBDA(const Int n) { values(n) *= factor; });
+  using Exec = Kokkos::DefaultExecutionSpace;
+  Kokkos::parallel_for(kernel_label("tessera::lcn::scale"),
+                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<Int>>(held_instance<Exec>(), 0, Int(values.extent(0))),
+                       Scale{values.data(), factor});
 }
+
+template <class X, class Y>
+struct Normalize {
+  At<X> x;
+  At<Plane> mean, sigma;
+  const Acc* mu;
+  At<Y> y;
+  Acc floor;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n, const Int c, const Int h, const Int w) const {
+    const Acc v = Acc(x(n, c, h, w)) - mean(n, h, w);
+    y(n, c, h, w) = static_cast<typename Y::non_const_value_type>(v / divisor(mu[n], sigma(n, h, w), floor));
+  }
+};
 
 // y(n, c, h, w) = (x - mean) / max(mu, sigma, floor) over `region` (the owned box).
 template <class X, class Y>
 void normalize(const At<X>& x, const At<Plane>& mean, const At<Plane>& sigma, const Samples& mu, const At<Y>& y,
                const Region& region, Int samples, Int channels, Acc floor) {
-  for_cells("tessera::lcn::normalize", samples, channels, region,
-            KOKKOS_LAMBDA(const Int n, const Int c, const Int h, const Int w) {
-              const Acc v = Acc(x(n, c, h, w)) - mean(n, h, w);
-              y(n, c, h, w) = static_cast<typename Y::non_const_value_type>(v / divisor(mu(n), sigma(n, h, w), floor));
-            });
+  for_cells("tessera::lcn::normalize", samples, channels, region, Normalize<X, Y>{x, mean, sigma, mu.data(), y, floor});
 }
 
 // ---- backward: the adjoint of this rank's forward, from the owned dy ---------------------
@@ -275,16 +309,48 @@ void divisor_gradient(const At<X>& x, const At<Plane>& mean, const At<Plane>& si
       StoreScaled{dmu.data(), 1.0}, scratch);
 }
 
+struct SigmaGradient {
+  At<Plane> sigma, grad;
+  const Acc* dmu;
+  Stencil st;
+  Acc factor;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n, const Int h, const Int w) const {
+    const Acc s = sigma(n, h, w);
+    grad(n, h, w) = s == 0 ? 0.0 : (grad(n, h, w) + dmu[n] * factor) / (2 * s) / st.norm(h, w);
+  }
+};
+
 // grad(n, h, w) <- d(loss)/d(sigma^2) / norm(h, w), from d(loss)/d(sigma) = grad + dmu(n) *
 // factor (factor = 1/(H*W): every sigma of the image enters mu alike). 0 where sigma = 0
 // (sqrt has no derivative there; such a cell's window is flat); a NaN sigma stays NaN.
 inline void sigma_gradient(const At<Plane>& sigma, const At<Plane>& grad, const Samples& dmu, const Stencil& st,
                            const Region& owned, Int samples, Acc factor) {
-  for_region("tessera::lcn::sigma_gradient", samples, owned, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
-    const Acc s = sigma(n, h, w);
-    grad(n, h, w) = s == 0 ? 0.0 : (grad(n, h, w) + dmu(n) * factor) / (2 * s) / st.norm(h, w);
-  });
+  for_region("tessera::lcn::sigma_gradient", samples, owned, SigmaGradient{sigma, grad, dmu.data(), st, factor});
 }
+
+template <class XCells, class DyCells, class DvCells>
+struct CentredGradient {
+  XCells x;
+  DyCells dy;
+  DvCells dv;
+  AtPlane<Acc> mean, sigma, grad;
+  const Acc* mu;
+  Stencil st;
+  Region owned;
+  Acc floor;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n, const Int c, const Int h, const Int w) const {
+    Acc spread = 0;
+    for (Int p = 0; p <= 2 * st.r; ++p)
+      for (Int q = 0; q <= 2 * st.r; ++q) {
+        const Int oh = h - p + st.r, ow = w - q + st.r;  // the window of (oh, ow) reads (h, w) as tap (p, q)
+        if (owned.contains(oh, ow)) spread += st.a(p) * st.a(q) * grad(n, oh, ow);
+      }
+    const Acc v = Acc(x(n, c, h, w)) - mean(n, h, w);
+    Acc direct = 0;
+    if (owned.contains(h, w)) direct = Acc(dy(n, c, h, w)) / divisor(mu[n], sigma(n, h, w), floor);
+    dv(n, c, h, w) = direct + 2 * v * spread;
+  }
+};
 
 // dv(n, c, h, w) over `ring` (the owned box grown by r, inside the image): the direct term
 // dy / d on owned cells, plus 2 v * (the Gaussian-weighted sum of grad over the owned
@@ -294,56 +360,58 @@ void centred_gradient(const At<X>& x_at, const At<Plane>& mean_at, const At<Plan
                       const At<Dy>& dy_at, const At<Plane>& grad_at, const At<Volume>& dv_at, const Stencil& st,
                       const Region& ring, const Region& owned, Int samples, Acc floor) {
   // Eight arrays: pointers and strides, not views (for_cells' by-value check).
-  const auto x = cells_of(x_at);
-  const auto dy = cells_of(dy_at);
-  const auto dv = cells_of(dv_at);
-  const auto mean = plane_of(mean_at), sigma = plane_of(sigma_at), grad = plane_of(grad_at);
-  const Acc* mu = mu_view.data();
+  using Kernel = CentredGradient<decltype(cells_of(x_at)), decltype(cells_of(dy_at)), decltype(cells_of(dv_at))>;
   for_cells("tessera::lcn::centred_gradient", samples, st.channels, ring,
-            KOKKOS_LAMBDA(const Int n, const Int c, const Int h, const Int w) {
-              Acc spread = 0;
-              for (Int p = 0; p <= 2 * st.r; ++p)
-                for (Int q = 0; q <= 2 * st.r; ++q) {
-                  const Int oh = h - p + st.r, ow = w - q + st.r;  // the window of (oh, ow) reads (h, w) as tap (p, q)
-                  if (owned.contains(oh, ow)) spread += st.a(p) * st.a(q) * grad(n, oh, ow);
-                }
-              const Acc v = Acc(x(n, c, h, w)) - mean(n, h, w);
-              Acc direct = 0;
-              if (owned.contains(h, w)) direct = Acc(dy(n, c, h, w)) / divisor(mu[n], sigma(n, h, w), floor);
-              dv(n, c, h, w) = direct + 2 * v * spread;
-            });
+            Kernel{cells_of(x_at), cells_of(dy_at), cells_of(dv_at), plane_of(mean_at), plane_of(sigma_at),
+                   plane_of(grad_at), mu_view.data(), st, owned, floor});
 }
 
 // grad(n, h, w) = -sum over c of dv(n, c, h, w) / norm(h, w) over `ring`: the gradient of
 // the mean, divided by its normaliser.
-inline void mean_gradient(const At<Volume>& dv, const At<Plane>& grad, const Stencil& st, const Region& ring,
-                          Int samples) {
-  for_region("tessera::lcn::mean_gradient", samples, ring, KOKKOS_LAMBDA(const Int n, const Int h, const Int w) {
+struct MeanGradient {
+  At<Volume> dv;
+  At<Plane> grad;
+  Stencil st;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n, const Int h, const Int w) const {
     Acc sum = 0;
     for (Int c = 0; c < st.channels; ++c) sum += dv(n, c, h, w);
     grad(n, h, w) = -sum / st.norm(h, w);
-  });
+  }
+};
+
+inline void mean_gradient(const At<Volume>& dv, const At<Plane>& grad, const Stencil& st, const Region& ring,
+                          Int samples) {
+  for_region("tessera::lcn::mean_gradient", samples, ring, MeanGradient{dv, grad, st});
 }
 
 // dx(n, c, h, w) over `window` (every cell of dx's view): dv on the ring, plus the
 // Gaussian-weighted sum of the mean gradient over the ring cells whose window holds
 // (h, w); zero outside the image (padding takes no gradient).
 template <class Dx>
+struct InputGradient {
+  At<Volume> dv;
+  At<Plane> grad;
+  At<Dx> dx;
+  Stencil st;
+  Region ring;
+  KOKKOS_INLINE_FUNCTION void operator()(const Int n, const Int c, const Int h, const Int w) const {
+    Acc sum = 0;
+    if (h >= 0 && h < st.height && w >= 0 && w < st.width) {
+      if (ring.contains(h, w)) sum = dv(n, c, h, w);
+      for (Int p = 0; p <= 2 * st.r; ++p)
+        for (Int q = 0; q <= 2 * st.r; ++q) {
+          const Int mh = h - p + st.r, mw = w - q + st.r;
+          if (ring.contains(mh, mw)) sum += st.a(p) * st.a(q) * grad(n, mh, mw);
+        }
+    }
+    dx(n, c, h, w) = static_cast<typename Dx::non_const_value_type>(sum);
+  }
+};
+
+template <class Dx>
 void input_gradient(const At<Volume>& dv, const At<Plane>& grad, const At<Dx>& dx, const Stencil& st,
                     const Region& ring, const Region& window, Int samples) {
-  for_cells("tessera::lcn::input_gradient", samples, st.channels, window,
-            KOKKOS_LAMBDA(const Int n, const Int c, const Int h, const Int w) {
-              Acc sum = 0;
-              if (h >= 0 && h < st.height && w >= 0 && w < st.width) {
-                if (ring.contains(h, w)) sum = dv(n, c, h, w);
-                for (Int p = 0; p <= 2 * st.r; ++p)
-                  for (Int q = 0; q <= 2 * st.r; ++q) {
-                    const Int mh = h - p + st.r, mw = w - q + st.r;
-                    if (ring.contains(mh, mw)) sum += st.a(p) * st.a(q) * grad(n, mh, mw);
-                  }
-              }
-              dx(n, c, h, w) = static_cast<typename Dx::non_const_value_type>(sum);
-            });
+  for_cells("tessera::lcn::input_gradient", samples, st.channels, window, InputGradient<Dx>{dv, grad, dx, st, ring});
 }
 
 }  // namespace tessera::layers::lcn

@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 
 namespace tessera {
@@ -55,6 +56,16 @@ class ParameterPlanning {
 
  private:
   bool previous_;
+};
+
+// to(i) = from(i), converted (bf16 <-> fp32: rounded to nearest even one way, exact the other).
+template <class From, class To>
+struct CopyElements {
+  From from;
+  To to;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    to(i) = static_cast<typename To::value_type>(from(i));
+  }
 };
 
 template <class T>
@@ -126,26 +137,25 @@ struct Parameter {
     else return value;
   }
 
-  // After the optimizer wrote `master`: the layer's copy follows (rounded to T).
+  // After the optimizer wrote `master`: the layer's copy follows (rounded to T). Every step
+  // in a bf16 model: a functor on the held instance, nothing allocated per call on CUDA.
   void refresh_value() const {
-    if constexpr (kSeparateMaster) {
-      const View v = value;
-      const MasterView m = master;
-      Kokkos::parallel_for(kernel_label("param.refresh"), Kokkos::RangePolicy<>(0, v.extent(0)),
-                           KOKKOS_LAMBDA(std::int64_t i) { v(i) = T(m(i)); });
-    }
+    if constexpr (kSeparateMaster) copy_elements("param.refresh", master, value);
   }
   // After something wrote `value` (initialisation, a checkpoint read in T): master follows.
   void adopt_value() const {
-    if constexpr (kSeparateMaster) {
-      const View v = value;
-      const MasterView m = master;
-      Kokkos::parallel_for(kernel_label("param.adopt"), Kokkos::RangePolicy<>(0, v.extent(0)),
-                           KOKKOS_LAMBDA(std::int64_t i) { m(i) = Compute<T>(v(i)); });
-    }
+    if constexpr (kSeparateMaster) copy_elements("param.adopt", value, master);
   }
 
  private:
+  template <class From, class To>
+  static void copy_elements(const char* label, const From& from, const To& to) {
+    using Exec = Kokkos::DefaultExecutionSpace;
+    Kokkos::parallel_for(kernel_label(label),
+                         Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(
+                             held_instance<Exec>(), 0, static_cast<std::int64_t>(to.extent(0))),
+                         CopyElements<From, To>{from, to});
+  }
   static MasterView make_master(const View& value, const std::string& label) {
     if constexpr (kSeparateMaster) return MasterView(label, value.extent(0));
     else return value;

@@ -9,11 +9,21 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "distarray/bf16.hpp"
-#include "distarray/kernel_label.hpp"
+#include "layers/cell_loop.hpp"
 
 namespace tessera::layers {
+
+template <class From, class To>
+struct CopyCell {
+  From from;
+  To to;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
+    to(n, c, h, w) = float(from(n, c, h, w));
+  }
+};
 
 template <class MemorySpace>
 class WideStaging {
@@ -30,20 +40,15 @@ class WideStaging {
     return Wide(b.data(), n, c, h, w);
   }
 
-  // to = from, element by element (float <-> bf16 rounds to nearest even).
+  // to = from, element by element (float <-> bf16 rounds to nearest even): the cell loops'
+  // layout (rows on the host, a cell per thread with w fastest on CUDA), launched on the
+  // held instance with a functor (nothing allocated per call).
   template <class From, class To>
   static void copy(const From& from, const To& to) {
-    using Exec = typename MemorySpace::execution_space;
-    const std::int64_t c = to.extent(1), h = to.extent(2), w = to.extent(3);
-    const std::int64_t rows = std::int64_t(to.extent(0)) * c * h;
-    if (rows * w == 0) return;
-    Kokkos::parallel_for(kernel_label("tessera::wide_staging::copy"),
-                         Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, rows),
-                         KOKKOS_LAMBDA(std::int64_t r) {
-                           const std::int64_t n = r / (c * h), ch = r % (c * h);
-                           for (std::int64_t x = 0; x < w; ++x)
-                             to(n, ch / h, ch % h, x) = float(from(n, ch / h, ch % h, x));
-                         });
+    static_assert(std::is_same_v<typename MemorySpace::execution_space, Kokkos::DefaultExecutionSpace>,
+                  "WideStaging: the cell loops run on the default execution space");
+    static_assert(cell_kernel_by_value<CopyCell<From, To>>, "WideStaging: kernel arguments over CUDA's by-value limit");
+    for_each_cell("tessera::wide_staging::copy", to, CopyCell<From, To>{from, to});
   }
 
   static constexpr int kRoles = 4;
