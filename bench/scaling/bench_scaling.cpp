@@ -1,7 +1,8 @@
 // bench_scaling: what one training step of a conv net costs on P ranks and one process
 // grid — forward, MSE loss against a target, backward, gradient allreduce, SGD update,
-// exactly as tessera-train takes it — split into compute, exposed halo exchange
-// (halo::exposed_wait_seconds) and gradient allreduce; the median over repeats after
+// exactly as tessera-train takes it (its TrainingStep) — split into compute, exposed halo
+// exchange (halo::exposed_wait_seconds) and gradient allreduce (with --overlap-allreduce on,
+// the part backward did not hide); the median over repeats after
 // warm-up, next to the performance model's prediction (models/perf_model.hpp).
 //
 //   mpiexec -n P bench_scaling [--model denoise-fcn] [--shape 1x1x1024x1024] [--grid auto]
