@@ -33,6 +33,8 @@
 #include <string>
 #include <unistd.h>
 
+#include "tessera_config.hpp"
+
 namespace tessera::testing {
 
 namespace allocation_detail {
@@ -94,6 +96,11 @@ class KokkosAllocations {
     return {allocation_detail::kokkos_count.load(), allocation_detail::kokkos_labels};
   }
 };
+
+// The build's convolution and GEMM libraries, whose own allocations a training step cannot
+// avoid (oneDNN builds a map of its arguments per call; the legacy cuDNN API and cuBLAS
+// allocate inside calls): HeapAllocations counts them apart.
+inline constexpr const char* kBuildLibraryAllocations = TESSERA_ENABLE_CUDA ? "libcu" : "libdnnl";
 
 class HeapAllocations {
  public:

@@ -76,10 +76,10 @@ TEST(Bf16OnGrids, TrainingStepAllocatesNothingAfterTheFirst) {
     EXPECT_TRUE(std::isfinite(first) && std::isfinite(second));
     EXPECT_NE(first, second) << "the optimizer moved nothing";
 
-    tessera::testing::HeapAllocations heap("libdnnl");
+    tessera::testing::HeapAllocations heap(tessera::testing::kBuildLibraryAllocations);
     train_step(model, step, by_label);
     const tessera::testing::HeapAllocations::Counts heap_count = heap.stop();
-    EXPECT_EQ(heap_count.ours, 0) << "host heap allocations outside oneDNN in a bf16 step after the first "
+    EXPECT_EQ(heap_count.ours, 0) << "host heap allocations outside the build's libraries in a bf16 step after the first "
                                      "(TESSERA_HEAP_TRACE=1 prints their stacks)";
   }
 }

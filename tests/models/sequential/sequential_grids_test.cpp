@@ -354,7 +354,7 @@ double train_step(Sequential<float>& model, TrainingStep& step, const layers::Ow
 // legacy cuDNN API allocates inside every call: the first GPU run counted ~1400 a step);
 // what remains there was traced on that run to Kokkos 3.4's default CUDA instance and to
 // nvcc's wrappers of host-device lambdas (docs/performance.md, "The first GPU run").
-constexpr const char* kAllocatingLibrary = TESSERA_ENABLE_CUDA ? "libcu" : "libdnnl";
+constexpr const char* kAllocatingLibrary = tessera::testing::kBuildLibraryAllocations;
 
 TEST(SequentialOnGrids, TrainingStepAllocatesNothingAfterTheFirst) {
   struct Net {
