@@ -1,7 +1,9 @@
 // LinearBackend on cuBLAS (sgemm, and sgemm strided batched for the locally connected
-// layer), on Kokkos's CUDA stream (the held instance's: no execution space made per call) so GEMMs are ordered with the layer's Kokkos kernels. cuBLAS is column-major: a row-major C = op(A) op(B) is computed as the
-// column-major C^T = op(B)^T op(A)^T, i.e. the operands swap places. Pedantic math (no
-// TF32), so every grid agrees with the one-rank result to fp32 rounding.
+// layer), on Kokkos's CUDA stream (the held instance's: no execution space made per call),
+// so GEMMs are ordered with the layer's Kokkos kernels. cuBLAS is column-major: a row-major
+// C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T, i.e. the operands
+// swap places. Pedantic math (no TF32), so every grid agrees with the one-rank result to
+// fp32 rounding.
 // bf16 (--precision bf16): cublasGemmEx with bf16 A and B, C in fp32 or bf16, compute type
 // CUBLAS_COMPUTE_32F — products of bf16 operands are exact in fp32 and summed in fp32 —
 // on a second handle whose default math lets the tensor cores take them (TF32 only ever
