@@ -242,8 +242,8 @@ struct Scale {
 // values(n) *= factor.
 inline void scale(const Samples& values, Acc factor) {
   using Exec = Kokkos::DefaultExecutionSpace;
-  Kokkos::parallel_for(kernel_label("tessera::lcn::scale"),
-                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<Int>>(held_instance<Exec>(), 0, Int(values.extent(0))),
+  using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<Int>>;
+  Kokkos::parallel_for(kernel_label("tessera::lcn::scale"), Policy(held_instance<Exec>(), 0, Int(values.extent(0))),
                        Scale{values.data(), factor});
 }
 

@@ -227,7 +227,8 @@ void forward_direct(const X& x, const Weight& weight, const Weight& bias, const 
                     const SliceOffset& at) {
   const Int samples = Int(y.extent(0)), bw = Int(y.extent(3));
   const Int blocks = (g.out + kFilterBlock - 1) / kFilterBlock;
-  Kokkos::parallel_for(kernel_label("tessera::local::forward_direct"), Team(exec(), Int(y.extent(2)) * bw, Kokkos::AUTO),
+  Kokkos::parallel_for(kernel_label("tessera::local::forward_direct"),
+                       Team(exec(), Int(y.extent(2)) * bw, Kokkos::AUTO),
                        ForwardDirect<X, Weight, Y>{x, weight, bias, y, g, at, samples, bw, blocks, bias.extent(0) > 0});
 }
 

@@ -231,7 +231,8 @@ std::int64_t PerfModel::parameter_count() const {
 void PerfModel::set_precision(std::string_view precision) {
   if (precision == "fp32") activation_bytes_ = 4;
   else if (precision == "bf16") activation_bytes_ = 2;
-  else throw std::invalid_argument("performance model: precision must be fp32 or bf16, got '" + std::string(precision) + "'");
+  else
+    throw std::invalid_argument("performance model: precision must be fp32 or bf16, got '" + std::string(precision) + "'");
 }
 
 void PerfModel::use_timings(std::vector<LayerTiming> timings, const Shape4& probe, double probe_share) {

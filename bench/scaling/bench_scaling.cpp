@@ -102,7 +102,8 @@ Options parse(int argc, char** argv) {
       if (value != "on" && value != "off") throw std::invalid_argument("--overlap must be on or off");
       o.halo.overlap = value == "on" ? layers::Overlap::on : layers::Overlap::off;
     } else if (flag == "--overlap-allreduce") {
-      if (value != "on" && value != "off") throw std::invalid_argument("--overlap-allreduce must be on or off, got '" + value + "'");
+      if (value != "on" && value != "off")
+        throw std::invalid_argument("--overlap-allreduce must be on or off, got '" + value + "'");
       o.overlap_allreduce = value == "on";
     } else if (flag == "--profile") o.profile = value;
     else if (flag == "--timings") o.timings = value;

@@ -79,8 +79,8 @@ void add_bias(const Tensor4Ref<bf16>& y, const bf16* bias) {
   static_assert(launches_by_value<AddBias, Policy>, "add_bias: kernel arguments over CUDA's by-value limit");
   const Int cells = y.dims[N] * y.dims[H] * y.dims[W];
   if (cells * y.dims[C] == 0) return;
-  Kokkos::parallel_for(kernel_label("tessera::cudnn_bf16::add_bias"), Policy(held_instance<Exec>(), 0, cells * y.dims[C]),
-                       AddBias{channel_cells(y), bias, cells});
+  Kokkos::parallel_for(kernel_label("tessera::cudnn_bf16::add_bias"),
+                       Policy(held_instance<Exec>(), 0, cells * y.dims[C]), AddBias{channel_cells(y), bias, cells});
 }
 
 // dbias(c) += the sum of dy(n, c, h, w) over n, h, w, in double. `partial`: the passes'

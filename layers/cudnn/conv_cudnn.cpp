@@ -266,16 +266,17 @@ class CudnnConv final : public ConvBackend {
     const Tensor4Ref<const E> x = read_part(g, x_in, y.dims);
     Problem& p = problem(ProblemKey{g, x.dims, x.strides, y.dims, y.strides, kType<E>});
     run(p, kForward,
-        ranking<cudnnConvolutionFwdAlgoPerf_t>(kForward, p.tensor_ops(), [&](int n, int* returned, auto* ranked, bool packed) {
+        ranking<cudnnConvolutionFwdAlgoPerf_t>(kForward, p.tensor_ops(),
+                                  [&](int n, int* returned, auto* ranked, bool packed) {
           return cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.in(packed), p.filter.get(), p.conv.get(),
                                                         p.out(packed), n, returned, ranked);
         }),
         [&](int algo, void* ws, std::size_t bytes, bool packed) {
           const E* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
           E* ys = packed ? out_.at_least<E>(elements(y.dims)) : y.data;
-          const cudnnStatus_t status =
-              cudnnConvolutionForward(handle_, &kOne, p.in(packed), xs, p.filter.get(), weight, p.conv.get(),
-                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &kZero, p.out(packed), ys);
+          const cudnnStatus_t status = cudnnConvolutionForward(
+              handle_, &kOne, p.in(packed), xs, p.filter.get(), weight, p.conv.get(),
+              static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &kZero, p.out(packed), ys);
           if (status == CUDNN_STATUS_SUCCESS && packed) unpack(p.packed_output.get(), ys, p.output.get(), y.data);
           return status;
         });
@@ -288,7 +289,8 @@ class CudnnConv final : public ConvBackend {
     const Tensor4Ref<E> dx = read_part(g, dx_in, dy.dims);
     Problem& p = problem(ProblemKey{g, dx.dims, dx.strides, dy.dims, dy.strides, kType<E>});
     run(p, kData,
-        ranking<cudnnConvolutionBwdDataAlgoPerf_t>(kData, p.tensor_ops(), [&](int n, int* returned, auto* ranked, bool packed) {
+        ranking<cudnnConvolutionBwdDataAlgoPerf_t>(kData, p.tensor_ops(),
+                                  [&](int n, int* returned, auto* ranked, bool packed) {
           return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.filter.get(), p.out(packed), p.conv.get(),
                                                              p.in(packed), n, returned, ranked);
         }),
@@ -312,7 +314,8 @@ class CudnnConv final : public ConvBackend {
     const Tensor4Ref<const E> x = read_part(g, x_in, dy.dims);
     Problem& p = problem(ProblemKey{g, x.dims, x.strides, dy.dims, dy.strides, kType<E>});
     run(p, kFilter,
-        ranking<cudnnConvolutionBwdFilterAlgoPerf_t>(kFilter, p.tensor_ops(), [&](int n, int* returned, auto* ranked, bool packed) {
+        ranking<cudnnConvolutionBwdFilterAlgoPerf_t>(kFilter, p.tensor_ops(),
+                                  [&](int n, int* returned, auto* ranked, bool packed) {
           return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.in(packed), p.out(packed), p.conv.get(),
                                                                p.filter.get(), n, returned, ranked);
         }),

@@ -54,8 +54,8 @@ TEST(CudnnBf16Kernels, BiasIsAddedToEveryCellOfTheBoxAndNothingElse) {
       for (std::int64_t h = 0; h < t.buffer[H]; ++h)
         for (std::int64_t w = 0; w < t.buffer[W]; ++w) {
           const std::size_t i = t.at(n, c, h, w);
-          const float want = t.inside(h, w) ? static_cast<float>(bf16(static_cast<float>(before[i]) +
-                                                                      static_cast<float>(bias[static_cast<std::size_t>(c)])))
+          const float b = bias[static_cast<std::size_t>(c)];
+          const float want = t.inside(h, w) ? static_cast<float>(bf16(static_cast<float>(before[i]) + b))
                                             : static_cast<float>(before[i]);
           ASSERT_EQ(static_cast<float>(t.cells[i]), want) << n << "," << c << "," << h << "," << w;
         }
