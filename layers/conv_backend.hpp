@@ -10,7 +10,7 @@
 // Element types: fp32, and bf16 activations and weights (--precision bf16) with fp32
 // accumulation and fp32 weight gradients (they add into Parameter::grad, which is fp32).
 // oneDNN has no f64 convolution. A backend without bf16 says so (runs_bf16) and the layers
-// refuse bf16 when they are built, naming the backend.
+// refuse bf16 when they are built, saying why (why_no_bf16).
 
 #include <algorithm>
 #include <cstdint>
@@ -85,7 +85,10 @@ class ConvBackend {
 
   // The same three in bf16: activations, weight and bias in bf16, sums in fp32, weight and
   // bias gradients added in fp32. Only called when runs_bf16(); the defaults throw.
+  // why_no_bf16: the clause a refusal gives when runs_bf16() is false (no bf16 path in this
+  // backend, or none on this device).
   virtual bool runs_bf16() const { return false; }
+  virtual std::string why_no_bf16() const { return "the " + std::string(name()) + " backend has no bf16 path"; }
   virtual void forward_bf16(const ConvGeometry&, const Tensor4Ref<const bf16>&, const bf16*, const bf16*,
                             const Tensor4Ref<bf16>&) {
     no_bf16();
@@ -131,8 +134,7 @@ template <class T>
 void require_precision(const ConvBackend& b, const std::string& layer) {
   if constexpr (std::is_same_v<T, bf16>)
     if (!b.runs_bf16())
-      throw std::invalid_argument(layer + ": --precision bf16 is not available with the " + std::string(b.name()) +
-                                  " backend yet");
+      throw std::invalid_argument(layer + ": --precision bf16 is not available: " + b.why_no_bf16());
 }
 
 // The build's backend (oneDNN or cuDNN). Each Conv2d owns one: its caches are per layer.

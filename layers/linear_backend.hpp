@@ -36,8 +36,10 @@ class LinearBackend {
                             std::int64_t batch) = 0;
 
   // gemm with bf16 a and b, products summed in fp32, c in fp32 or bf16 (rounded once).
-  // Only called when runs_bf16(); the defaults throw.
+  // Only called when runs_bf16(); the defaults throw. why_no_bf16: the clause a refusal
+  // gives when runs_bf16() is false.
   virtual bool runs_bf16() const { return false; }
+  virtual std::string why_no_bf16() const { return "this build's GEMM backend has no bf16 path"; }
   virtual void gemm_bf16(Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float, const bf16*,
                          std::int64_t, const bf16*, std::int64_t, float, float*, std::int64_t) {
     no_bf16();
@@ -65,7 +67,7 @@ template <class T>
 void require_gemm_precision(const LinearBackend& backend, const std::string& layer) {
   if constexpr (std::is_same_v<T, bf16>)
     if (!backend.runs_bf16())
-      throw std::invalid_argument(layer + ": --precision bf16 is not available with this build's GEMM backend yet");
+      throw std::invalid_argument(layer + ": --precision bf16 is not available: " + backend.why_no_bf16());
 }
 
 std::unique_ptr<LinearBackend> make_linear_backend();

@@ -45,6 +45,7 @@
 #include "layers/conv_backend.hpp"
 #include "layers/cudnn/bf16_conv_kernels.hpp"
 #include "layers/cudnn/cudnn_common.hpp"
+#include "layers/cudnn/device_bf16.hpp"
 
 namespace tessera::layers {
 namespace {
@@ -217,7 +218,8 @@ class CudnnConv final : public ConvBackend {
   CudnnConv() = default;
 
   std::string_view name() const override { return "cudnn"; }
-  bool runs_bf16() const override { return true; }
+  bool runs_bf16() const override { return cudnn::device_runs_bf16(); }
+  std::string why_no_bf16() const override { return cudnn::kNoDeviceBf16; }
 
   void forward(const ConvGeometry& g, const ConstTensor4& x, const float* weight, const float* bias,
                const MutableTensor4& y) override {

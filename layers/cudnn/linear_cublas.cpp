@@ -18,6 +18,7 @@
 #include <string>
 
 #include "distarray/held_instance.hpp"
+#include "layers/cudnn/device_bf16.hpp"
 #include "layers/linear_backend.hpp"
 
 namespace tessera::layers {
@@ -71,7 +72,8 @@ class CublasLinear final : public LinearBackend {
           "sgemm strided batched");
   }
 
-  bool runs_bf16() const override { return true; }
+  bool runs_bf16() const override { return cudnn::device_runs_bf16(); }
+  std::string why_no_bf16() const override { return cudnn::kNoDeviceBf16; }
   void gemm_bf16(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const bf16* a,
                  std::int64_t lda, const bf16* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) override {
     gemm_ex(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, CUDA_R_32F, ldc);
