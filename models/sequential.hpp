@@ -10,8 +10,8 @@
 //   read_batch_into(model.input());                        // owned cells; halo is the model's
 //   const auto& logits = model.forward(model.input());     // on model.output_grid()
 //   double loss = cross_entropy_loss(logits, labels, model.output_gradient());
-//   model.zero_grad(); model.backward(model.output_gradient());
-//   reduce_gradients(model.parameters(), grid);            // then the optimizer step
+//   TrainingStep step(model, grid, *optimizer, /*overlap_allreduce=*/true);  // once: keeps the buckets
+//   step.backward(); step.reduce(); step.update();          // every step (models/training_step.hpp)
 //
 // Each activation is allocated with the halo its readers' windows need, its gradient
 // likewise (a layer accumulates halo contributions into their owners). A layer placed on
