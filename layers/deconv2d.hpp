@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "distarray/kernel_label.hpp"
+#include "layers/blocked_channel_sums.hpp"
 #include "layers/blocked_sums.hpp"
 #include "layers/cell_loop.hpp"
 #include "layers/conv_backend.hpp"
@@ -104,33 +105,12 @@ void shifted_copy(const char* label, const Src& src, const Dst& dst, Int row_shi
                                     Int(dst.extent(3)), row_shift, col_shift, base});
 }
 
-// The device passes (layers/blocked_sums.hpp): cell i of channel c is dy's (n, h, w)
-// flattened with w fastest; the channel's sum is added to sums(c).
-template <class Grad>
-struct ChannelCells {
-  Grad dy;
-  Int rows, cols;
-  KOKKOS_INLINE_FUNCTION double operator()(const std::int64_t c, const std::int64_t i) const {
-    return static_cast<double>(dy(i / (rows * cols), c, (i / cols) % rows, i % cols));
-  }
-};
-
-template <class Sums>
-struct AddToSums {
-  Sums sums;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t c, const double s) const {
-    sums(c) += static_cast<typename Sums::non_const_value_type>(s);
-  }
-};
-
 // sums(c) += the sum of dy(n, c, h, w) over n, h, w, in double, by the device passes on any
 // execution space (tests run them on the host).
 template <class Exec, class Grad, class Sums>
 void blocked_channel_sums(const Grad& dy, const Sums& sums, BlockPartials<Exec>& scratch) {
-  const CellExtents e = extents_of(dy);
-  blocked_sums<Exec>("tessera::deconv_bias_gradient::blocks", "tessera::deconv_bias_gradient::fold",
-                     Int(sums.extent(0)), e.n * e.h * e.w, ChannelCells<Grad>{dy, e.h, e.w}, AddToSums<Sums>{sums},
-                     scratch);
+  layers::blocked_channel_sums<Exec>("tessera::deconv_bias_gradient::blocks", "tessera::deconv_bias_gradient::fold",
+                                     dy, sums, scratch);
 }
 
 // Host: the same sums, a channel per iteration, each plane by host_plane_sum (vectorised).
