@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A private Slurm cluster of network-namespace hosts on this machine, then one command.
 #
-#   tests/multihost/cluster.sh --hosts N [--link none|10g|1g] [--timeout S] [--keep] -- command [args...]
+#   tests/multihost/cluster.sh --hosts N [--link none|10g|1g] [--latency US [--emulator PATH]]
+#                              [--timeout S] [--keep] -- command [args...]
 #
 # Builds, in a fresh temporary folder and fresh network namespaces (nothing is added to the
 # machine's own interfaces):
@@ -14,13 +15,19 @@
 #               with one shared, it would carry inter-host messages through shared memory)
 # munged runs once, outside them; every daemon reaches it through its socket file.
 # --link shapes each host's link in both directions with a token bucket (tc tbf): 10g is
-# 10 Gbit/s, 1g 1 Gbit/s; none (the default) leaves the veth at its own speed. No delay can be
-# added here (this kernel has no netem); the latency is the stack's own, as measured.
+# 10 Gbit/s, 1g 1 Gbit/s; none (the default) leaves the veth at its own speed.
+# --latency US adds US microseconds one way to every frame between hosts. This kernel has no
+# netem, so then the switch is not a bridge but tests/multihost/link_emulator (--emulator,
+# default build/tests/multihost/link_emulator), a user-space switch whose ports are the hosts'
+# eth0 TAPs: it holds each frame US microseconds and paces the switch side at the link's rate;
+# tbf still paces each host's egress. Without --latency the latency is the stack's own.
 #
 # The command runs in the root namespace with these in its environment:
 #   MH_DIR       the temporary folder (logs in $MH_DIR/log)
 #   MH_CTL       the head node's namespace: `ip netns exec $MH_CTL srun ...` submits a job
 #   MH_HOSTS     h1 .. hN;  MH_NS_<h> the namespace of host h;  MH_LINK_<h> its veth in the switch
+#                (bridge only);  MH_SWITCH bridge or emulator;  MH_LINK_PROFILE e.g. 1g or 1g+100us;
+#                MH_LATENCY_US the added one-way latency
 #   MH_SLURMD_<h>  the pid of host h's slurmd;  SLURM_CONF
 # and tests/multihost/lib.sh gives it helpers (srun_on, link_bytes, ...).
 #
@@ -34,26 +41,36 @@ set -uo pipefail
 readonly SKIP=77
 hosts=2
 link=none
+latency_us=0
+emulator="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/tests/multihost/link_emulator"
 timeout_s=240
 keep=0
 while (($#)); do
   case "$1" in
     --hosts) hosts="${2:-}"; shift 2 || true ;;
     --link) link="${2:-}"; shift 2 || true ;;
+    --latency) latency_us="${2:-}"; shift 2 || true ;;
+    --emulator) emulator="${2:-}"; shift 2 || true ;;
     --timeout) timeout_s="${2:-}"; shift 2 || true ;;
     --keep) keep=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cluster: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;
   esac
 done
 [[ $hosts =~ ^[2-4]$ ]] || { echo "cluster: --hosts must be 2, 3 or 4, got '$hosts'" >&2; exit 2; }
 case "$link" in
-  none) rate= ;;
-  10g) rate=10gbit ;;
-  1g) rate=1gbit ;;
+  none) rate= bits_per_s=0 ;;
+  10g) rate=10gbit bits_per_s=10000000000 ;;
+  1g) rate=1gbit bits_per_s=1000000000 ;;
   *) echo "cluster: --link must be none, 10g or 1g, got '$link'" >&2; exit 2 ;;
 esac
+[[ $latency_us =~ ^[0-9]{1,6}$ ]] || { echo "cluster: --latency must be whole microseconds (0 to 999999), got '$latency_us'" >&2; exit 2; }
+latency_us=$((10#$latency_us))
+if ((latency_us > 0)) && [[ ! -x $emulator ]]; then
+  echo "cluster: --latency needs the link emulator, and '$emulator' is not an executable (build tessera, or pass --emulator)" >&2
+  exit 2
+fi
 [[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "cluster: --timeout needs a positive number of seconds" >&2; exit 2; }
 (($#)) || { echo "cluster: no command given (put it after --)" >&2; exit 2; }
 
@@ -109,33 +126,60 @@ add_ns() { ip netns add "$1" || skip "cannot create network namespace '$1'"; nam
 switch=$tag-sw
 ctl=$tag-ctl
 add_ns "$switch"
-ip -n "$switch" link add br0 type bridge && ip -n "$switch" link set br0 up || skip "cannot create a bridge"
-# plug <namespace> <address> <switch-side name>: a veth pair from the namespace to the bridge.
-plug() {
-  local ns=$1 address=$2 port=$3
-  ip link add "$port" netns "$switch" type veth peer name eth0 netns "$ns" || skip "cannot create a veth pair"
-  ip -n "$switch" link set "$port" master br0 up
-  ip -n "$ns" addr add "$address/24" dev eth0
-  ip -n "$ns" link set eth0 up
-}
 add_ns "$ctl"
-plug "$ctl" 10.77.0.100 "${tag}c"
 host_names=()
 for ((i = 1; i <= hosts; ++i)); do
-  h=h$i
-  host_names+=("$h")
-  add_ns "$tag-$h"
-  plug "$tag-$h" "10.77.0.$i" "$tag$h"
-  export "MH_NS_$h=$tag-$h" "MH_LINK_$h=$tag$h"
+  host_names+=("h$i")
+  add_ns "$tag-h$i"
+  export "MH_NS_h$i=$tag-h$i"
+done
+mkdir -p "$sandbox/log"
+# address <namespace> <address>: its eth0 gets the address and comes up.
+address() { ip -n "$1" addr add "$2/24" dev eth0 && ip -n "$1" link set eth0 up; }
+if ((latency_us == 0)); then
+  switch_kind=bridge
+  ip -n "$switch" link add br0 type bridge && ip -n "$switch" link set br0 up || skip "cannot create a bridge"
+  # plug <namespace> <address> <switch-side name>: a veth pair from the namespace to the bridge.
+  plug() {
+    ip link add "$3" netns "$switch" type veth peer name eth0 netns "$1" || skip "cannot create a veth pair"
+    ip -n "$switch" link set "$3" master br0 up
+    address "$1" "$2"
+  }
+  plug "$ctl" 10.77.0.100 "${tag}c"
+  for ((i = 1; i <= hosts; ++i)); do
+    plug "$tag-h$i" "10.77.0.$i" "${tag}h$i"
+    export "MH_LINK_h$i=${tag}h$i"
+    # The host's ingress: the switch port's egress, paced as the host's own below.
+    [[ -n $rate ]] && { tc -n "$switch" qdisc add dev "${tag}h$i" root tbf rate "$rate" burst 256kb latency 50ms \
+                          || skip "tc tbf is not available here"; }
+  done
+else
+  switch_kind=emulator
+  ports=("/run/netns/$ctl")
+  for h in "${host_names[@]}"; do ports+=("/run/netns/$tag-$h"); done
+  # In the switch's namespace, so that the teardown ends it with everything else there.
+  nsenter --net="/run/netns/$switch" "$emulator" --delay-us "$latency_us" --rate-bps "${bits_per_s:-0}" \
+    --ready "$sandbox/emulator.ready" "${ports[@]}" >>"$sandbox/log/link_emulator.log" 2>&1 &
+  emulator_pid=$!
+  for ((tries = 0; tries < 50; ++tries)); do
+    [[ -f $sandbox/emulator.ready ]] && break
+    kill -0 "$emulator_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -f $sandbox/emulator.ready ]] || skip "the link emulator did not start: $(tail -n 1 "$sandbox/log/link_emulator.log")"
+  address "$ctl" 10.77.0.100
+  for ((i = 1; i <= hosts; ++i)); do address "$tag-h$i" "10.77.0.$i"; done
+fi
+for h in "${host_names[@]}"; do
+  # The host's egress on its eth0; the bridge's port or the emulator paces its ingress.
+  # Burst: at least one 64 KiB TSO segment plus a rate's millisecond.
   if [[ -n $rate ]]; then
-    # Both directions: the host's egress on its eth0, its ingress on the switch's port.
-    # Burst: at least one 64 KiB TSO segment plus a rate's millisecond.
-    tc -n "$tag-$h" qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms \
-      && tc -n "$switch" qdisc add dev "$tag$h" root tbf rate "$rate" burst 256kb latency 50ms \
-      || skip "tc tbf is not available here"
+    tc -n "$tag-$h" qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms || skip "tc tbf is not available here"
   fi
 done
-export MH_DIR=$sandbox MH_CTL=$ctl MH_HOSTS="${host_names[*]}" MH_LINK_PROFILE=$link
+profile=$link
+((latency_us > 0)) && profile="$link+${latency_us}us"
+export MH_DIR=$sandbox MH_CTL=$ctl MH_HOSTS="${host_names[*]}" MH_LINK_PROFILE=$profile MH_LATENCY_US=$latency_us MH_SWITCH=$switch_kind
 
 # --- munge -------------------------------------------------------------------------------------------
 start_munge
@@ -195,7 +239,7 @@ wait_until 30 "$ctld_pid" all_idle \
 
 # --- the command ---------------------------------------------------------------------------------------
 export MH_LIB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
-echo "cluster: $hosts hosts (${host_names[*]}), link ${link}: $*"
+echo "cluster: $hosts hosts (${host_names[*]}), link ${profile} through a ${switch_kind}: $*"
 timeout --kill-after=10 "$timeout_s" "$@" &
 wait $!
 status=$?

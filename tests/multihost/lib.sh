@@ -24,14 +24,23 @@ on_host() {
 mh_var() { local v="MH_$1_$2"; printf '%s\n' "${!v}"; }
 switch_ns() { printf '%s\n' "${MH_CTL%-ctl}-sw"; }
 
-# link_bytes <host>: bytes through the host's switch port so far, both directions.
+# link_bytes <host>: bytes through the host's link so far, both directions (its switch port
+# behind a bridge; its own eth0 behind the link emulator, whose ports are not interfaces).
 link_bytes() {
-  ip -n "$(switch_ns)" -s link show dev "$(mh_var LINK "$1")" \
-    | awk '/RX:/ {getline; rx = $1} /TX:/ {getline; tx = $1} END {print rx + tx}'
+  local ns=$(switch_ns) dev=$(mh_var LINK "$1")
+  [[ ${MH_SWITCH:-bridge} == emulator ]] && ns=$(mh_var NS "$1") dev=eth0
+  ip -n "$ns" -s link show dev "$dev" | awk '/RX:/ {getline; rx = $1} /TX:/ {getline; tx = $1} END {print rx + tx}'
 }
 
-# set_link <host> up|down: plugs or unplugs the host's cable at the switch.
-set_link() { ip -n "$(switch_ns)" link set dev "$(mh_var LINK "$1")" "$2"; }
+# set_link <host> up|down: plugs or unplugs the host's cable at the switch (behind the link
+# emulator: at the host, whose eth0 then refuses the emulator's frames).
+set_link() {
+  if [[ ${MH_SWITCH:-bridge} == emulator ]]; then
+    ip -n "$(mh_var NS "$1")" link set dev eth0 "$2"
+  else
+    ip -n "$(switch_ns)" link set dev "$(mh_var LINK "$1")" "$2"
+  fi
+}
 
 # ranks_on <host> <program path>: pids of the program's processes on that host.
 ranks_on() {

@@ -26,6 +26,10 @@ on_host h1 mpiexec -n 1 "$bench" --model "$model" --shape "$shape" --grid 1x1x1 
   --profile "$dir/profile.txt" >"$dir/profile.json" || fail "profiling the layers failed"
 srun_on -N 2 -n 2 --ntasks-per-node=1 "$bench" --measure-links "$dir/links.txt" || fail "the ping-pong failed"
 grep -q '^inter_bandwidth ' "$dir/links.txt" || fail "the ping-pong did not run between two hosts: $(cat "$dir/links.txt")"
+# A delay the link emulator adds must show in the one-way latency the model is given.
+awk -v want="${MH_LATENCY_US:-0}" '/^inter_latency_s/ { us = $2 * 1e6; found = 1 }
+  END { if (!found || us < want) { printf "the ping-pong measured %.1f us one way, less than the link'"'"'s %d us\n", us, want; exit 1 } }' \
+  "$dir/links.txt" || fail "the link's latency is not in the measurement"
 # The hosts share this machine's cores: each rank gets cores / ranks of them, so the model is told
 # that (devices_per_rank) and how many ranks each host holds.
 cores=$(getconf _NPROCESSORS_ONLN)
