@@ -327,12 +327,16 @@ struct LayerOnGrid {
   HaloWidths widths;
 };
 
-// Bytes and messages one exchange moves over one kind of link.
+// Bytes and messages one exchange moves over one kind of link. Every receive and send of an
+// exchange is posted at once (halo/transport_mpi.cpp), so their latencies overlap: one
+// latency, then the bytes one after another at the link's bandwidth, each direction at once.
+// (Counting a latency per message, as this did, overestimated the exposed halo 4-6x on a
+// 100 us link: docs/performance.md, "Links with a latency".)
 struct LinkLoad {
   double send = 0, receive = 0;
   int messages = 0;
   double seconds(const Link& link) const {
-    return messages * link.latency_s + std::max(send, receive) / link.bandwidth;
+    return messages == 0 ? 0 : link.latency_s + std::max(send, receive) / link.bandwidth;
   }
 };
 

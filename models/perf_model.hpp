@@ -15,15 +15,15 @@
 //              plus halo pack and unpack (bytes / pack_bandwidth + a cost per contiguous
 //              run: a column halo in NCHW is one run per row) and the layers' own small
 //              collectives (batch norm statistics, the head's partial sums, the loss);
-//   halo       per exchange, latency per message + bytes / bandwidth, by link (same node or
-//              not; ranks are numbered row-major over the grid and packed onto nodes in
-//              order), minus what interior work hides (overlap × the interior part of the
-//              forward, × the weight gradient in backward);
+//   halo       per exchange, one latency (its messages travel at once) + bytes / bandwidth,
+//              by link (same node or not; ranks are numbered row-major over the grid and
+//              packed onto nodes in order), minus what interior work hides (overlap × the
+//              interior part of the forward, × the weight gradient in backward);
 //   allreduce  the fused gradient buckets (layers/grad_reduce.hpp), one per group of ranks
 //              (all; the sample group of each layout a parameter's layer runs on):
 //              2·⌈log2 g⌉ latencies + 2·(g−1)/g · bytes / bandwidth (the reduce-scatter +
 //              allgather bound), plus staging through the host;
-//   regrid     a layout change (regrid(grid=...)): per peer latency + the bytes of the
+//   regrid     a layout change (regrid(grid=...)): one latency per link + the bytes of the
 //              boxes the all-to-all moves (exact, as the halo), forward and backward, plus
 //              pack and unpack.
 // Layouts: the grid evaluated is the model's; a node after a regrid runs on the regrid's

@@ -239,7 +239,7 @@ wait_until 30 "$ctld_pid" all_idle \
 
 # --- the command ---------------------------------------------------------------------------------------
 export MH_LIB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
-echo "cluster: $hosts hosts (${host_names[*]}), link ${profile} through a ${switch_kind}: $*"
+echo "cluster: $hosts hosts (${host_names[*]}), link ${profile} through the ${switch_kind}: $*"
 timeout --kill-after=10 "$timeout_s" "$@" &
 wait $!
 status=$?

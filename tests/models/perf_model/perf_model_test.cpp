@@ -112,6 +112,22 @@ TEST(PerfModel, MoreBandwidthOrComputeIsNeverSlower) {
   }
 }
 
+// An exchange posts every message at once: its latency counts once per link, however many
+// neighbours a rank has. Nothing hidden (overlap 0), bytes and packing free: each of kFcn's
+// three convolutions exchanges forward and backward, 6 latencies, on a row of 3 ranks (2
+// neighbours) as in the middle of a 3x3 grid (8).
+TEST(PerfModel, AnExchangesLatencyCountsOncePerLink) {
+  Machine m = Machine::cpu_core();
+  m.ranks_per_node = 9;
+  m.devices_per_node = 9;
+  m.overlap = 0;
+  m.intra_node.latency_s = 1e-3;
+  m.intra_node.bandwidth = 1e30, m.pack_bandwidth = 1e30, m.pack_run_s = 0;
+  PerfModel perf(kFcn, {1, 1, 96, 96}, m);
+  EXPECT_NEAR(perf.predict({1, 3, 1}).halo_s, 6e-3, 1e-9);
+  EXPECT_NEAR(perf.predict({1, 3, 3}).halo_s, 6e-3, 1e-9);
+}
+
 TEST(PerfModel, ObviousChoices) {
   // Small images, a batch to share: data parallel has no halo at all.
   PerfModel classifier(kClassifier, {64, 1, 28, 28}, Machine::cpu_core());
