@@ -54,7 +54,7 @@ while (($#)); do
     --timeout) timeout_s="${2:-}"; shift 2 || true ;;
     --keep) keep=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cluster: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;
   esac
 done
