@@ -1,7 +1,10 @@
 // The machines the performance model (models/perf_model.hpp) predicts for: their named
 // figures, the fields a --machine file may set, and the cost of an allreduce over a link.
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -85,6 +88,18 @@ std::string Machine::describe() const {
       << inter_node.reduce_bandwidth << "), pack " << pack_bandwidth << " B/s + " << pack_run_s << " s/run, overlap "
       << overlap << ", staging " << staging_bandwidth << " B/s";
   return out.str();
+}
+
+void set_machine_field(Machine& m, const std::string& name, const std::string& value) {
+  const char* begin = value.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double number = std::strtod(begin, &end);
+  const bool whole = end != begin && errno == 0 && std::all_of(static_cast<const char*>(end), begin + value.size(), [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) != 0;
+  });
+  if (!whole) throw std::invalid_argument("machine field " + name + ": '" + value + "' is not a number");
+  set_machine_field(m, name, number);
 }
 
 void set_machine_field(Machine& m, const std::string& name, double value) {

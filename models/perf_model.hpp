@@ -97,6 +97,9 @@ struct Machine {
 // pack_bandwidth, pack_run_s, overlap, staging_bandwidth. Throws std::invalid_argument listing them for any other name, and
 // for a value out of range (a non-positive rate or count, overlap outside [0, 1]).
 void set_machine_field(Machine& machine, const std::string& name, double value);
+// The same from text (a machine file's or --set's value): anything but a whole number is
+// refused naming the field and the text.
+void set_machine_field(Machine& machine, const std::string& name, const std::string& value);
 
 // Measured seconds of one layer's forward and backward on a probe input held by one rank.
 struct LayerTiming {

@@ -149,7 +149,7 @@ std::vector<std::pair<std::string, std::string>> read_fields(const std::string& 
 }
 
 void apply_machine_file(models::Machine& m, const std::string& path) {
-  for (const auto& [name, value] : read_fields(path)) models::set_machine_field(m, name, std::stod(value));
+  for (const auto& [name, value] : read_fields(path)) models::set_machine_field(m, name, value);
 }
 
 // Profile file: "probe NxCxHxW", "share S", then "layer <i> <forward_s> <backward_s> <spec entry>".

@@ -64,7 +64,7 @@ int run(int argc, char** argv) {
   for (const std::string& s : sets) {
     const auto eq = s.find('=');
     if (eq == std::string::npos) throw std::invalid_argument("--set '" + s + "' is not name=value");
-    models::set_machine_field(machine, s.substr(0, eq), std::stod(s.substr(eq + 1)));
+    models::set_machine_field(machine, s.substr(0, eq), s.substr(eq + 1));
   }
   models::PerfModel perf(model, shape, machine);
   std::printf("model %s, input %lldx%lldx%lldx%lld, %lld parameters\n%s\n\n", model.c_str(),

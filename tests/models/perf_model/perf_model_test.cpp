@@ -198,6 +198,12 @@ TEST(PerfModel, MachineFieldsAreCheckedByName) {
   EXPECT_EQ(m.inter_node.reduce_bandwidth, 5e8);
   set_machine_field(m, "inter_reduce_bandwidth", 0);  // none: the link's own time only
   EXPECT_EQ(m.inter_node.reduce_bandwidth, 0);
+  set_machine_field(m, "devices_per_rank", std::string("0.5 "));  // as a machine file's line
+  EXPECT_EQ(m.devices_per_rank, 0.5);
+  for (const std::string text : {"", "fast", "1e9x", "0.5 0.6"})
+    EXPECT_EQ(testing::error_message<std::invalid_argument>([&] { set_machine_field(m, "devices_per_rank", text); }),
+              "machine field devices_per_rank: '" + text + "' is not a number")
+        << "'" << text << "'";
   EXPECT_NE(testing::error_message<std::invalid_argument>([&] { set_machine_field(m, "bandwidth", 1); })
                 .find("unknown machine field 'bandwidth' (fields: flop_rate, "),
             std::string::npos);
