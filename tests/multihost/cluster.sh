@@ -2,7 +2,7 @@
 # A private Slurm cluster of network-namespace hosts on this machine, then one command.
 #
 #   tests/multihost/cluster.sh --hosts N [--link none|10g|1g] [--latency US [--emulator PATH]]
-#                              [--cpus-per-host F] [--timeout S] [--keep] -- command [args...]
+#                              [--timeout S] [--keep] -- command [args...]
 #
 # Builds, in a fresh temporary folder and fresh network namespaces (nothing is added to the
 # machine's own interfaces):
@@ -21,17 +21,13 @@
 # default build/tests/multihost/link_emulator), a user-space switch whose ports are the hosts'
 # eth0 TAPs: it holds each frame US microseconds and paces the switch side at the link's rate;
 # tbf still paces each host's egress. Without --latency the latency is the stack's own.
-# --cpus-per-host F gives each host F cores' worth of CPU time (a cgroup with a CFS quota over
-# a 2 ms or shorter period; F >= 0.5), so that hosts sharing this machine's cores cannot take
-# each other's: a rank spinning in an MPI wait then uses its own host's time, as on a real
-# cluster. 4 hosts at 0.5 are a cluster of half-core machines on 2 cores.
 #
 # The command runs in the root namespace with these in its environment:
 #   MH_DIR       the temporary folder (logs in $MH_DIR/log)
 #   MH_CTL       the head node's namespace: `ip netns exec $MH_CTL srun ...` submits a job
 #   MH_HOSTS     h1 .. hN;  MH_NS_<h> the namespace of host h;  MH_LINK_<h> its veth in the switch
 #                (bridge only);  MH_SWITCH bridge or emulator;  MH_LINK_PROFILE e.g. 1g or 1g+100us;
-#                MH_LATENCY_US the added one-way latency;  MH_CPUS_PER_HOST F, or empty
+#                MH_LATENCY_US the added one-way latency
 #   MH_SLURMD_<h>  the pid of host h's slurmd;  SLURM_CONF
 # and tests/multihost/lib.sh gives it helpers (srun_on, link_bytes, ...).
 #
@@ -47,7 +43,6 @@ hosts=2
 link=none
 latency_us=0
 emulator="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/tests/multihost/link_emulator"
-cpus_per_host=
 timeout_s=240
 keep=0
 while (($#)); do
@@ -56,11 +51,10 @@ while (($#)); do
     --link) link="${2:-}"; shift 2 || true ;;
     --latency) latency_us="${2:-}"; shift 2 || true ;;
     --emulator) emulator="${2:-}"; shift 2 || true ;;
-    --cpus-per-host) cpus_per_host="${2:-}"; shift 2 || true ;;
     --timeout) timeout_s="${2:-}"; shift 2 || true ;;
     --keep) keep=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,43p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cluster: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;
   esac
 done
@@ -76,10 +70,6 @@ latency_us=$((10#$latency_us))
 if ((latency_us > 0)) && [[ ! -x $emulator ]]; then
   echo "cluster: --latency needs the link emulator, and '$emulator' is not an executable (build tessera, or pass --emulator)" >&2
   exit 2
-fi
-if [[ -n $cpus_per_host ]]; then
-  awk -v f="$cpus_per_host" 'BEGIN { exit !(f ~ /^[0-9]+(\.[0-9]+)?$/ && f >= 0.5 && f <= 64) }' \
-    || { echo "cluster: --cpus-per-host must be a number of cores from 0.5 to 64, got '$cpus_per_host'" >&2; exit 2; }
 fi
 [[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "cluster: --timeout needs a positive number of seconds" >&2; exit 2; }
 (($#)) || { echo "cluster: no command given (put it after --)" >&2; exit 2; }
@@ -106,7 +96,6 @@ sandbox=$(mktemp -d /tmp/tessera-hosts.XXXXXX) || skip "cannot create a temporar
 chmod 755 "$sandbox"
 tag=tmh$(printf '%04x' $((RANDOM % 65536)))  # short: interface names have at most 15 characters
 namespaces=()
-cgroups=()
 munged_pid=
 
 netns_pids() { local ns; for ns in "${namespaces[@]}"; do ip netns pids "$ns" 2>/dev/null; done; }
@@ -124,8 +113,6 @@ teardown() {
   while [[ -n $(netns_pids) ]] && ((SECONDS < deadline)); do sleep 0.2; done
   [[ -n $(netns_pids) ]] && echo "cluster: warning: processes left in the namespaces: $(netns_pids | xargs)" >&2
   [[ -n $munged_pid ]] && kill -TERM "$munged_pid" 2>/dev/null
-  local group
-  for group in "${cgroups[@]}"; do rmdir "$group" 2>/dev/null; done
   local ns
   for ns in "${namespaces[@]}"; do ip netns delete "$ns" 2>/dev/null; done  # takes its links and qdiscs
   if ((keep)); then echo "cluster: kept $sandbox" >&2; else rm -rf "$sandbox"; fi
@@ -190,23 +177,6 @@ for h in "${host_names[@]}"; do
     tc -n "$tag-$h" qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms || skip "tc tbf is not available here"
   fi
 done
-# --- each host's share of the CPU -----------------------------------------------------------------
-cpu_root=/sys/fs/cgroup/cpu
-if [[ -n $cpus_per_host ]]; then
-  [[ -w $cpu_root/cpu.cfs_quota_us ]] || skip "--cpus-per-host needs the cgroup v1 cpu controller at $cpu_root"
-  # Quota at least 1 ms (the kernel's minimum), period at most 2 ms beyond that.
-  read -r period quota < <(awk -v f="$cpus_per_host" 'BEGIN {
-    if (f < 1) printf "%d 1000\n", 1000 / f; else printf "2000 %d\n", 2000 * f }')
-  for h in "${host_names[@]}"; do
-    group=$cpu_root/$tag-$h
-    mkdir "$group" || skip "cannot create the cgroup $group"
-    cgroups+=("$group")
-    echo "$period" >"$group/cpu.cfs_period_us" && echo "$quota" >"$group/cpu.cfs_quota_us" \
-      || skip "cannot set a CPU quota of $quota us per $period us on $group"
-  done
-fi
-export MH_CPUS_PER_HOST=$cpus_per_host
-
 profile=$link
 ((latency_us > 0)) && profile="$link+${latency_us}us"
 export MH_DIR=$sandbox MH_CTL=$ctl MH_HOSTS="${host_names[*]}" MH_LINK_PROFILE=$profile MH_LATENCY_US=$latency_us MH_SWITCH=$switch_kind
@@ -240,18 +210,15 @@ EOF
 
 # --- the daemons, each in its namespace under its own host name ------------------------------------
 # in_ns <namespace> <hostname> <command...>: runs it there under that host name, with its
-# own IPC namespace, /dev/shm and boot id, and (--cpus-per-host) its cgroup; what it starts
-# (slurmstepd, the tasks) inherits them.
+# own IPC namespace, /dev/shm and boot id; what it starts (slurmstepd, the tasks) inherits them.
 # nsenter, not `ip netns exec`: that one remounts /sys, and slurmd needs /sys/fs/cgroup.
 in_ns() {
   local ns=$1 name=$2
   shift 2
   cat /proc/sys/kernel/random/uuid >"$sandbox/boot_id-$name"
-  local group=
-  [[ -n $cpus_per_host && $name != ctl ]] && group=$cpu_root/$tag-$name
   nsenter --net="/run/netns/$ns" unshare --uts --ipc --mount --propagation private -- sh -c '
-    { [ -z "$2" ] || echo $$ >"$2/cgroup.procs"; } && hostname "$0" && mount -t tmpfs -o mode=1777 shm /dev/shm &&
-    mount --bind "$1" /proc/sys/kernel/random/boot_id && shift 2 && exec "$@"' "$name" "$sandbox/boot_id-$name" "$group" "$@"
+    hostname "$0" && mount -t tmpfs -o mode=1777 shm /dev/shm &&
+    mount --bind "$1" /proc/sys/kernel/random/boot_id && shift && exec "$@"' "$name" "$sandbox/boot_id-$name" "$@"
 }
 in_ns "$ctl" ctl slurmctld -D -i >>"$sandbox/log/slurmctld.log" 2>&1 &
 ctld_pid=$!

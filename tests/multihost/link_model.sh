@@ -30,23 +30,20 @@ grep -q '^inter_bandwidth ' "$dir/links.txt" || fail "the ping-pong did not run 
 awk -v want="${MH_LATENCY_US:-0}" '/^inter_latency_s/ { us = $2 * 1e6; found = 1 }
   END { if (!found || us < want) { printf "the ping-pong measured %.1f us one way, less than the link'"'"'s %d us\n", us, want; exit 1 } }' \
   "$dir/links.txt" || fail "the link's latency is not in the measurement"
-# The hosts share this machine's cores: each rank gets cores / ranks of them, or, where each
-# host has its own CPU quota (cluster.sh --cpus-per-host), its host's share; the model is told
+# The hosts share this machine's cores: each rank gets cores / ranks of them, so the model is told
 # that (devices_per_rank) and how many ranks each host holds.
 cores=$(getconf _NPROCESSORS_ONLN)
-share=$(awk -v c="$cores" -v r="$ranks" -v f="${MH_CPUS_PER_HOST:-}" -v p="$per_host" \
-  'BEGIN { s = f != "" ? f / p : c / r; printf "%g", (s > 1 ? 1 : s) }')
 {
   cat "$dir/links.txt"
   echo "ranks_per_node $per_host"
   echo "devices_per_node 1"
-  echo "devices_per_rank $share"
+  awk -v c="$cores" -v r="$ranks" 'BEGIN { printf "devices_per_rank %g\n", (c / r > 1 ? 1 : c / r) }'
 } >"$dir/machine.txt"
 # MPI_Finalize can stop for good across these hosts after the result line (MPICH 4.0 over
 # UCX's TCP, distarray/finalize_guard.hpp): the runtime's deadline ends the ranks 10 s later.
 TESSERA_FINALIZE_TIMEOUT=10 srun_on -N "$hosts" -n "$ranks" --ntasks-per-node="$per_host" "$bench" --model "$model" \
   --shape "$shape" --grid "$grid" --warmup 1 --repeats 5 --overlap-allreduce "${OVERLAP_ALLREDUCE:-off}" --timings "$dir/profile.txt" --machine "$dir/machine.txt" \
-  --label "hosts=$hosts link=$MH_LINK_PROFILE overlap_allreduce=${OVERLAP_ALLREDUCE:-off}${MH_CPUS_PER_HOST:+ cpus_per_host=$MH_CPUS_PER_HOST}" >"$dir/step.json" || { cat "$dir/step.json"; fail "the step benchmark failed"; }
+  --label "hosts=$hosts link=$MH_LINK_PROFILE overlap_allreduce=${OVERLAP_ALLREDUCE:-off}" >"$dir/step.json" || { cat "$dir/step.json"; fail "the step benchmark failed"; }
 grep -q '"bench": "scaling"' "$dir/step.json" || { cat "$dir/step.json"; fail "no result line from the step benchmark"; }
 line=$(grep '"bench": "scaling"' "$dir/step.json")
 links=$(awk '/^inter_latency_s/ {l = $2} /^inter_bandwidth/ {b = $2} /^inter_reduce_bandwidth/ {r = $2}
