@@ -350,7 +350,9 @@ int main(int argc, char** argv) {
     ports[p].fd = open_tap_in(namespaces[p]);
   }
   {
-    std::ofstream(ready) << "ready " << ports.size() << "\n";
+    std::ofstream out(ready);
+    out << "ready " << ports.size() << "\n";
+    if (!out.flush()) die("cannot write " + ready);
   }
   Switch s(std::move(ports), static_cast<std::int64_t>(delay_us * 1000), rate_bps);
   s.run();
