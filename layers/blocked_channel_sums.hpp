@@ -44,7 +44,8 @@ void blocked_channel_sums(const char* blocks_label, const char* fold_label, cons
   static_assert(Grad::rank == 4, "blocked_channel_sums: dy is NCHW");
   const auto extent = [&](int d) { return static_cast<std::int64_t>(dy.extent(d)); };
   blocked_sums<Exec>(blocks_label, fold_label, static_cast<std::int64_t>(sums.extent(0)),
-                     extent(0) * extent(2) * extent(3), channel_sums_detail::ChannelCells<Grad>{dy, extent(2), extent(3)},
+                     extent(0) * extent(2) * extent(3),
+                     channel_sums_detail::ChannelCells<Grad>{dy, extent(2), extent(3)},
                      channel_sums_detail::AddToSums<Sums>{sums}, scratch);
 }
 

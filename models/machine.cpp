@@ -95,9 +95,9 @@ void set_machine_field(Machine& m, const std::string& name, const std::string& v
   char* end = nullptr;
   errno = 0;
   const double number = std::strtod(begin, &end);
-  const bool whole = end != begin && errno == 0 && std::all_of(static_cast<const char*>(end), begin + value.size(), [](char c) {
-    return std::isspace(static_cast<unsigned char>(c)) != 0;
-  });
+  const auto blank = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  const bool whole =
+      end != begin && errno == 0 && std::all_of(static_cast<const char*>(end), begin + value.size(), blank);
   if (!whole) throw std::invalid_argument("machine field " + name + ": '" + value + "' is not a number");
   set_machine_field(m, name, number);
 }

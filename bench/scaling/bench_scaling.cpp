@@ -290,12 +290,11 @@ int measure_links(const tessera::Runtime& runtime, const std::string& path) {
   const double latency = one_way_seconds(8, 20, comm, runtime.rank());
   const double big_s = one_way_seconds(big, 4, comm, runtime.rank());
   const BatchSeconds exchange = exchange_seconds(big, 4, comm, runtime.rank());
-  const double exchange_s = exchange.best;
   // The model's bandwidth is what each direction gets while both carry traffic: halo
   // exchanges and allreduce steps send and receive at once. The ping-pong's one-way figure
   // is printed beside it.
   const double one_way = static_cast<double>(big) / std::max(big_s - latency, 1e-9);
-  const double both_ways = static_cast<double>(big) / std::max(exchange_s - latency, 1e-9);
+  const double both_ways = static_cast<double>(big) / std::max(exchange.best - latency, 1e-9);
   const double both_ways_median = static_cast<double>(big) / std::max(exchange.median - latency, 1e-9);
   // An allreduce of the same 4 MiB between the two moves the 4 MiB each way (the model's
   // allreduce_seconds with 2 ranks); what it takes beyond the link's latency and that

@@ -35,7 +35,8 @@ template <class Exec, class E>
 StridedView<Exec, E> strided_view(const Tensor4Ref<E>& t) {
   const auto at = [&](int d) { return static_cast<std::size_t>(t.dims[d]); };
   const auto step = [&](int d) { return static_cast<std::size_t>(t.strides[d]); };
-  return StridedView<Exec, E>(t.data, Kokkos::LayoutStride(at(N), step(N), at(C), step(C), at(H), step(H), at(W), step(W)));
+  return StridedView<Exec, E>(t.data,
+                              Kokkos::LayoutStride(at(N), step(N), at(C), step(C), at(H), step(H), at(W), step(W)));
 }
 
 template <class Exec>

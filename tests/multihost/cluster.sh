@@ -158,7 +158,7 @@ else
   ports=("/run/netns/$ctl")
   for h in "${host_names[@]}"; do ports+=("/run/netns/$tag-$h"); done
   # In the switch's namespace, so that the teardown ends it with everything else there.
-  nsenter --net="/run/netns/$switch" "$emulator" --delay-us "$latency_us" --rate-bps "${bits_per_s:-0}" \
+  nsenter --net="/run/netns/$switch" "$emulator" --delay-us "$latency_us" --rate-bps "$bits_per_s" \
     --ready "$sandbox/emulator.ready" "${ports[@]}" >>"$sandbox/log/link_emulator.log" 2>&1 &
   emulator_pid=$!
   for ((tries = 0; tries < 50; ++tries)); do
@@ -179,7 +179,8 @@ for h in "${host_names[@]}"; do
 done
 profile=$link
 ((latency_us > 0)) && profile="$link+${latency_us}us"
-export MH_DIR=$sandbox MH_CTL=$ctl MH_HOSTS="${host_names[*]}" MH_LINK_PROFILE=$profile MH_LATENCY_US=$latency_us MH_SWITCH=$switch_kind
+export MH_DIR=$sandbox MH_CTL=$ctl MH_HOSTS="${host_names[*]}" MH_LINK_PROFILE=$profile MH_LATENCY_US=$latency_us \
+  MH_SWITCH=$switch_kind
 
 # --- munge -------------------------------------------------------------------------------------------
 start_munge

@@ -174,7 +174,9 @@ class Switch {
   void report() const {
     rusage used{};
     getrusage(RUSAGE_SELF, &used);
-    const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    const auto seconds = [](const timeval& t) {
+      return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+    };
     std::fprintf(stderr, "link_emulator: %.2f s of CPU time (user %.2f, system %.2f)\n",
                  seconds(used.ru_utime) + seconds(used.ru_stime), seconds(used.ru_utime), seconds(used.ru_stime));
     for (const Port& port : ports_)
