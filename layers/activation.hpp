@@ -95,7 +95,7 @@ class Activation final : public Layer<T> {
           return library_->activation_forward(*library_fn_, tensor_ref<const T>(x.local(out)), tensor_ref<T>(ys));
       const Rows<const T> xr = rows_of(x.local(out));
       const Rows<T> yr = rows_of(ys);
-      for_each_row("tessera::activation_forward", extents_of(ys),
+      for_each_row("tessera::activation_forward", merge_plane_rows(extents_of(ys), xr, yr),
                    activation_kernels::Forward<Typed, T>{typed(), xr, yr});
     });
     saved_.emplace(Fn::from_output ? y : x);
@@ -120,7 +120,7 @@ class Activation final : public Layer<T> {
                                                                tensor_ref<T>(dxs));
           const Rows<const T> saved = rows_of(x.local(window)), dyr = rows_of(dy.local(window));
           const Rows<T> dxr = rows_of(dxs);
-          for_each_row("tessera::activation_backward", extents_of(dxs),
+          for_each_row("tessera::activation_backward", merge_plane_rows(extents_of(dxs), saved, dyr, dxr),
                        activation_kernels::Backward<Typed, T>{typed(), saved, dyr, dxr});
         },
         [] {}, Windowed<T>::Overwrites::every_cell);

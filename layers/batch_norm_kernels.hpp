@@ -201,8 +201,8 @@ struct Normalize {
 template <class T, class X, class Y>
 void normalize(const X& x, const Y& y, const ChannelVector<Compute<T>>& mean, const ChannelVector<Compute<T>>& scale,
                const ChannelVector<Compute<T>>& shift) {
-  for_each_row("tessera::batch_norm::normalize", extents_of(y),
-               Normalize<T>{rows_of(x), rows_of(y), mean, scale, shift});
+  const Normalize<T> op{rows_of(x), rows_of(y), mean, scale, shift};
+  for_each_row("tessera::batch_norm::normalize", merge_plane_rows(extents_of(y), op.x, op.y), op);
 }
 
 // dx = k * (dy - a - xhat * b) per channel, xhat = (x - mean) * inv_std: with k = gamma/std,
@@ -232,8 +232,8 @@ template <class T, class X, class DX>
 void input_gradient(const X& x, const X& dy, const DX& dx, const ChannelVector<Compute<T>>& mean,
                     const ChannelVector<Compute<T>>& inv_std, const ChannelVector<Compute<T>>& k,
                     const ChannelVector<Compute<T>>& a, const ChannelVector<Compute<T>>& b) {
-  for_each_row("tessera::batch_norm::input_gradient", extents_of(dx),
-               InputGradient<T>{rows_of(x), rows_of(dy), rows_of(dx), mean, inv_std, k, a, b});
+  const InputGradient<T> op{rows_of(x), rows_of(dy), rows_of(dx), mean, inv_std, k, a, b};
+  for_each_row("tessera::batch_norm::input_gradient", merge_plane_rows(extents_of(dx), op.x, op.dy, op.dx), op);
 }
 
 }  // namespace tessera::layers::batch_norm

@@ -324,6 +324,22 @@ using HostRowPolicy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>
 
 }  // namespace cell_loop_detail
 
+// The extents to give for_each_row where every operand's rows of a plane follow each other
+// (row stride == width: no halo): one row of height * width cells per plane, when the rows
+// are short and the planes many enough to keep the host's threads busy. A short row pays
+// its loop's set-up and its scalar tail per row: a bf16 relu over 28-wide rows took 2.8x
+// the time per cell of one over 784-wide rows (the main job's images are 28x28). A row op
+// then sees h = 0 and w across the plane, so only ops whose per-row constants depend on
+// (n, c) alone may be given merged extents (activations, batch norm, add, copy).
+template <class... R>
+CellExtents merge_plane_rows(const CellExtents& e, const R&... rows) {
+  constexpr std::int64_t short_row = 256;
+  static const std::int64_t enough_planes = 4 * std::int64_t(Kokkos::DefaultHostExecutionSpace().concurrency());
+  if (e.h <= 1 || e.w >= short_row || e.n * e.c < enough_planes) return e;
+  if (!((rows.sh == e.w) && ...)) return e;
+  return {e.n, e.c, 1, e.h * e.w};
+}
+
 // op(n, c, h)(w) for every cell of extents e (see the top of this file).
 template <class Op>
 void for_each_row(const char* label, const CellExtents& e, const Op& op) {

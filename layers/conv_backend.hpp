@@ -80,6 +80,8 @@ class ConvBackend {
 
   // dweight += d(loss)/d(weight), dbias += d(loss)/d(bias) (dbias may be null): adds, so
   // partial gradients from several calls or layers accumulate like Parameter::grad.
+  // Called right after backward_data with the same dy (data, dims, strides), a backend may
+  // read its staged copy of dy from that call: the caller leaves dy unchanged between them.
   virtual void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy,
                                 float* dweight, float* dbias) = 0;
 

@@ -45,7 +45,11 @@ void rows(const char* label, const Dst& dst, const A& a, const B& b = B()) {
   using T = typename Dst::non_const_value_type;
   Rows<const T> b_rows{};
   if constexpr (op == RowOp::sum) b_rows = rows_of(b);
-  for_each_row(label, extents_of(dst), RowKernel<op, T>{rows_of(dst), rows_of(a), b_rows});
+  const RowKernel<op, T> kernel{rows_of(dst), rows_of(a), b_rows};
+  const CellExtents e = extents_of(dst);
+  const CellExtents merged = op == RowOp::sum ? merge_plane_rows(e, kernel.dst, kernel.a, b_rows)
+                                              : merge_plane_rows(e, kernel.dst, kernel.a);
+  for_each_row(label, merged, kernel);
 }
 
 }  // namespace tessera::layers::merge

@@ -16,12 +16,18 @@
 
 namespace tessera::layers {
 
+// to = from as a row op (cell_loop.hpp): vectorised rows; From and To are float or bf16.
 template <class From, class To>
-struct CopyCell {
-  From from;
-  To to;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    to(n, c, h, w) = float(from(n, c, h, w));
+struct CopyRows {
+  Rows<const From> from;
+  Rows<To> to;
+  struct Row {
+    const From* from;
+    To* to;
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { to[w] = To(float(from[w])); }
+  };
+  KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
+    return {from.row(n, c, h), to.row(n, c, h)};
   }
 };
 
@@ -41,14 +47,15 @@ class WideStaging {
   }
 
   // to = from, element by element (float <-> bf16 rounds to nearest even): the cell loops'
-  // layout (rows on the host, a cell per thread with w fastest on CUDA), launched on the
-  // held instance with a functor (nothing allocated per call).
+  // layout (vectorised rows on the host, a cell per thread with w fastest on CUDA), launched
+  // with a functor (nothing allocated per call). Both views' rows (w) are contiguous.
   template <class From, class To>
   static void copy(const From& from, const To& to) {
     static_assert(std::is_same_v<typename MemorySpace::execution_space, Kokkos::DefaultExecutionSpace>,
                   "WideStaging: the cell loops run on the default execution space");
-    static_assert(cell_kernel_by_value<CopyCell<From, To>>, "WideStaging: kernel arguments over CUDA's by-value limit");
-    for_each_cell("tessera::wide_staging::copy", to, CopyCell<From, To>{from, to});
+    using Op = CopyRows<typename From::non_const_value_type, typename To::non_const_value_type>;
+    const Op op{rows_of(from), rows_of(to)};
+    for_each_row("tessera::wide_staging::copy", merge_plane_rows(extents_of(to), op.from, op.to), op);
   }
 
   static constexpr int kRoles = 4;

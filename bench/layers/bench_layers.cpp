@@ -37,6 +37,7 @@
 #include "bench/layers/step_timing.hpp"
 #include "distarray/gather_scatter.hpp"
 #include "distarray/runtime.hpp"
+#include "layers/backend_info.hpp"
 #include "models/presets.hpp"
 #include "models/sequential.hpp"
 
@@ -180,13 +181,16 @@ Result time_case(const LayerCase& c, const ProcessGrid& grid, const Options& o) 
 const char* outcome_name(Outcome o) { return o == Outcome::ok ? "ok" : o == Outcome::skip ? "skip" : "error"; }
 
 void print_header(const tessera::Runtime& runtime, const Options& o, const GridDims& grid) {
+  const tessera::layers::BackendInfo backend = tessera::layers::backend_info();
+  const std::string about = runtime.describe() + " backend=\"" + backend.library + "\" isa=" + backend.isa +
+                            " bf16-hardware=" + (backend.bf16_hardware ? "yes" : "no");
   if (o.tsv) {
-    std::printf("# %s\n# grid %s, precision %s, %d warm-up + %d timed repeats\n", runtime.describe().c_str(),
+    std::printf("# %s\n# grid %s, precision %s, %d warm-up + %d timed repeats\n", about.c_str(),
                 format_grid(grid).c_str(), o.precision.c_str(), o.warmup, o.repeats);
     std::printf("case\tinput\tspec\tstatus\tforward_ms\tbackward_ms\ttotal_ms\tcpu_ms\tnote\n");
     return;
   }
-  std::printf("%s\n", runtime.describe().c_str());
+  std::printf("%s\n", about.c_str());
   std::printf("cases from %s on grid %s, precision %s; %d warm-up + %d timed repeats; median ms of the slowest rank\n",
               o.cases.c_str(), format_grid(grid).c_str(), o.precision.c_str(), o.warmup, o.repeats);
   std::printf("%-4s %-14s %-36s %9s %9s %9s %9s  %s\n", "case", "input", "spec", "fwd_ms", "bwd_ms", "total_ms",

@@ -19,7 +19,9 @@
 # Environment: THREADS (default: nproc), WARMUP (2), REPEATS (10), RANKS ("2 4"),
 # OUT (default bench/results/layers-<cpu|gpu>-<date>.md), MPIEXEC (mpiexec), DEVICE (cpu;
 # cuda: BUILD_DIR is a CUDA build and PYTHON's torch runs on the GPU, as
-# scripts/gpu-check.sh calls it).
+# scripts/gpu-check.sh calls it), PRECISION (fp32; bf16: per case Tessera --precision bf16,
+# Tessera fp32 and PyTorch autocast bf16, the table with bf16/fp32 and issue 13's goals,
+# OUT default layers-bf16-<cpu|gpu>-<date>.md, no bench_overlap: its halo is fp32).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,7 +45,13 @@ case "$device" in
   cuda) kind=gpu ;;
   *) die "DEVICE must be cpu or cuda, got '$device'" ;;
 esac
-out="${OUT:-$TESSERA_ROOT/bench/results/layers-$kind-$date.md}"
+precision="${PRECISION:-fp32}"
+case "$precision" in
+  fp32) out_name="layers-$kind-$date.md" ;;
+  bf16) out_name="layers-bf16-$kind-$date.md" ranks_list="" ;;
+  *) die "PRECISION must be fp32 or bf16, got '$precision'" ;;
+esac
+out="${OUT:-$TESSERA_ROOT/bench/results/$out_name}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -58,25 +66,37 @@ append() {  # append() TSV_OUT CASE_TSV: keeps the '#' lines and header of the f
 }
 : >"$work/tessera.tsv"
 : >"$work/torch.tsv"
+: >"$work/tessera-fp32.tsv"
+tessera_flags=(--format tsv --warmup "$warmup" --repeats "$repeats" --precision "$precision")
+torch_flags=(--format tsv --warmup "$warmup" --repeats "$repeats" --precision "$precision" --device "$device")
 # On a GPU nothing else shares the device, and a process per case would pay CUDA's start-up
 # 32 times: each side runs every case in one process.
 if [[ $device == cuda ]]; then
-  "$bench_layers" --format tsv --warmup "$warmup" --repeats "$repeats" >"$work/tessera.tsv" || true
-  "$python" "$here/torch_layers.py" --format tsv --device cuda --warmup "$warmup" --repeats "$repeats" >"$work/torch.tsv"
+  "$bench_layers" "${tessera_flags[@]}" >"$work/tessera.tsv" || true
+  if [[ $precision == bf16 ]]; then
+    "$bench_layers" "${tessera_flags[@]}" --precision fp32 >"$work/tessera-fp32.tsv" || true
+  fi
+  "$python" "$here/torch_layers.py" "${torch_flags[@]}" >"$work/torch.tsv"
   cases=0
 fi
 for ((i = 1; i <= cases; ++i)); do
-  OMP_NUM_THREADS="$threads" "$bench_layers" --format tsv --case "$i" --warmup "$warmup" --repeats "$repeats" \
+  OMP_NUM_THREADS="$threads" "$bench_layers" "${tessera_flags[@]}" --case "$i" \
     >"$work/case.tsv" || true  # a spec error is a row of the table, not the end of the run
   append "$work/tessera.tsv" "$work/case.tsv"
-  OMP_NUM_THREADS="$threads" "$python" "$here/torch_layers.py" --format tsv --case "$i" --threads "$threads" --device "$device" \
-    --warmup "$warmup" --repeats "$repeats" >"$work/case.tsv"
+  if [[ $precision == bf16 ]]; then
+    OMP_NUM_THREADS="$threads" "$bench_layers" "${tessera_flags[@]}" --precision fp32 --case "$i" >"$work/case.tsv" || true
+    append "$work/tessera-fp32.tsv" "$work/case.tsv"
+  fi
+  OMP_NUM_THREADS="$threads" "$python" "$here/torch_layers.py" "${torch_flags[@]}" --case "$i" --threads "$threads" \
+    >"$work/case.tsv"
   append "$work/torch.tsv" "$work/case.tsv"
   printf '.' >&2
 done
 echo >&2
-python3 "$here/join_results.py" "$work/tessera.tsv" "$work/torch.tsv" | tee "$work/table.txt"
-python3 "$here/join_results.py" --markdown "$work/tessera.tsv" "$work/torch.tsv" >"$work/table.md"
+join_flags=()
+[[ $precision == bf16 ]] && join_flags=(--fp32 "$work/tessera-fp32.tsv")
+python3 "$here/join_results.py" "${join_flags[@]}" "$work/tessera.tsv" "$work/torch.tsv" | tee "$work/table.txt"
+python3 "$here/join_results.py" "${join_flags[@]}" --markdown "$work/tessera.tsv" "$work/torch.tsv" >"$work/table.md"
 
 overlap_sections=()
 for ranks in $ranks_list; do
@@ -103,7 +123,9 @@ torch_about="$(sed -n 's/^# //p' "$work/torch.tsv" | head -1)"
 
 mkdir -p "$(dirname "$out")"
 {
-  echo "# bench_layers and bench_overlap on the $([[ $device == cuda ]] && echo CUDA || echo CPU) build — $date"
+  build_kind="$([[ $device == cuda ]] && echo CUDA || echo CPU)"
+  if [[ $precision == bf16 ]]; then echo "# bench_layers in bf16 beside fp32 and PyTorch autocast bf16, $build_kind build — $date"
+  else echo "# bench_layers and bench_overlap on the $build_kind build — $date"; fi
   echo
   echo "Written by \`bench/layers/run.sh\` (how to read it: bench/README.md)."
   echo
@@ -114,14 +136,21 @@ mkdir -p "$(dirname "$out")"
   echo "- Tessera: $tessera_about"
   echo "- oneDNN (libdnnl-dev) $onednn; compiler: $compiler"
   echo "- PyTorch: $torch_about (CPU-only install: scripts/setup-bench.sh)"
+  echo "- oneDNN dispatch: $(grep -o 'isa=[^ ]* bf16-hardware=[a-z]*' "$work/tessera.tsv" | head -1) (ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset})"
   echo "- Threads: $threads for both (OMP_NUM_THREADS=$threads; torch.set_num_threads($threads)); $warmup warm-up + $repeats timed repeats, medians."
   echo
   echo "## Layers: forward + backward, one process each"
   echo
   echo "Milliseconds per forward + backward (median over repeats); tessera/torch > 1 means Tessera is slower."
+  if [[ $precision == bf16 ]]; then
+    echo "Tessera runs --precision bf16 and PyTorch torch.autocast(bfloat16); \"tessera fp32 ms\" is Tessera's fp32 run of"
+    echo "the same case right after its bf16 run, \"bf16/fp32\" their ratio (< 1: bf16 faster). Goals (issue 13): a"
+    echo "convolution at least 2.5x faster than its fp32; every case at most PyTorch autocast's time."
+  fi
   echo "The case list is bench/layers/cases.txt; a layer one side lacks is shown as skipped."
   echo
   cat "$work/table.md"
+  if ((${#overlap_sections[@]} > 0)); then
   echo
   echo "## Exposed halo time, overlap on and off"
   echo
@@ -136,12 +165,14 @@ mkdir -p "$(dirname "$out")"
     cat "${overlap_sections[i + 1]}"
     echo '```'
   done
+  fi
   echo
   echo "## Raw output"
   echo
   echo '```'
   cat "$work/tessera.tsv"
   echo
+  if [[ $precision == bf16 ]]; then cat "$work/tessera-fp32.tsv"; echo; fi
   cat "$work/torch.tsv"
   echo '```'
 } >"$out"

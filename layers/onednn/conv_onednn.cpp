@@ -308,6 +308,7 @@ class OnednnConv final : public ConvBackend {
                    const Tensor4Ref<E>& y) {
     Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr, dt_of<E>());
     expect_output(p, y.dims, "forward");
+    staged_dy_.reset();  // the output below may be staged in dy's scratch
     if (!p.forward) p.forward.emplace(p.forward_pd);
     const Problem::Formats& pd = p.forward_md;
     const memory user_y = user_.strided(Role::destination, y);
@@ -332,13 +333,18 @@ class OnednnConv final : public ConvBackend {
     const Problem::Formats& pd = p.data_md;
     const memory user_dx = user_.strided(Role::source, dx);
     const memory diff_src = staging_.output(Role::source, pd.src, user_dx, Write::overwrite);
+    const memory user_dy = user_.strided(Role::destination, dy);
+    const memory diff_dst = staging_.input(Role::destination, pd.dst, user_dy, stream_);
     const dnnl_exec_arg_t args[] = {
-        arg(DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.dst, user_.strided(Role::destination, dy), stream_)),
+        arg(DNNL_ARG_DIFF_DST, diff_dst),
         arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights, user_.dense(Role::weights, p.user_weights, weight), stream_)),
         arg(DNNL_ARG_DIFF_SRC, diff_src)};
     run(*p.data, stream_, args);
     staging_.deliver(diff_src, user_dx, Write::overwrite, stream_, Role::source);
     stream_.wait();
+    staged_dy_.reset();
+    if (diff_dst.get_data_handle() != user_dy.get_data_handle())
+      staged_dy_ = StagedDy{dy.data, user_dy.get_desc(), diff_dst};
   }
 
   template <class E>
@@ -350,10 +356,14 @@ class OnednnConv final : public ConvBackend {
     const Problem::Formats& pd = p.weights_md;
     const memory user_dw = user_.dense(Role::weight_gradient, p.user_weight_grad, dweight);
     const memory diff_weights = staging_.output(Role::weight_gradient, pd.weights, user_dw, Write::accumulate);
+    const memory user_dy = user_.strided(Role::destination, dy);
+    const bool reuse_dy = staged_dy_ && staged_dy_->data == dy.data && staged_dy_->user == user_dy.get_desc() &&
+                          staged_dy_->staged.get_desc() == pd.dst;
+    const memory diff_dst = reuse_dy ? staged_dy_->staged : staging_.input(Role::destination, pd.dst, user_dy, stream_);
+    staged_dy_.reset();
     dnnl_exec_arg_t args[] = {
         arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x), stream_)),
-        arg(DNNL_ARG_DIFF_DST, staging_.input(Role::destination, pd.dst, user_.strided(Role::destination, dy), stream_)),
-        arg(DNNL_ARG_DIFF_WEIGHTS, diff_weights), {DNNL_ARG_DIFF_BIAS, nullptr}};
+        arg(DNNL_ARG_DIFF_DST, diff_dst), arg(DNNL_ARG_DIFF_WEIGHTS, diff_weights), {DNNL_ARG_DIFF_BIAS, nullptr}};
     memory user_db, diff_bias;
     if (dbias) {
       user_db = user_.dense(Role::bias_gradient, p.user_bias_grad, dbias);
@@ -379,6 +389,17 @@ class OnednnConv final : public ConvBackend {
     if (got == want) return;
     throw std::logic_error(std::string("onednn conv ") + what + ": output dims do not match the valid convolution of the input");
   }
+
+  // dy as the last backward_data staged it (reordered to the primitive's format), when that
+  // was a copy: the layer's backward_weights follows on the same dy, which then reads it
+  // instead of reordering dy a second time (ConvBackend: dy is unchanged between the two).
+  // Any other call forgets it: forward stages its output in the same scratch.
+  struct StagedDy {
+    const void* data;
+    memory::desc user;
+    memory staged;
+  };
+  std::optional<StagedDy> staged_dy_;
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
