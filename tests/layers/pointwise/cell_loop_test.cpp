@@ -2,7 +2,10 @@
 // visits every cell exactly once with (n, c, h, w) as a row-major view names it,
 // sum_each_cell adds every cell's term once, for_each_row writes only the cells of a window
 // whose rows are not contiguous with each other, and host_plane_sum adds a plane with and
-// without gaps between its rows. Functors at namespace scope: CUDA allows no extended
+// without gaps between its rows; merge_plane_rows merges a plane's rows only where every
+// operand's rows follow each other and the rows are short, and a row op on merged extents
+// writes exactly the plane's cells; fill writes every cell of a view and none outside it,
+// with rows that follow each other and without. Functors at namespace scope: CUDA allows no extended
 // lambdas in test bodies.
 #include <gtest/gtest.h>
 
@@ -11,6 +14,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "distarray/fill.hpp"
 #include "layers/cell_loop.hpp"
 
 namespace tessera::layers {
@@ -97,6 +101,48 @@ TEST(CellLoop, HostPlaneSumWithAndWithoutGapsBetweenRows) {
       EXPECT_EQ(host_plane_sum(whole, n, c, 40, 50), serial(a, n, c));
       EXPECT_EQ(host_plane_sum(inner, n, c, 34, 43), serial(gaps, n, c));
     }
+}
+
+TEST(CellLoop, PlaneRowsMergeOnlyWhereEveryOperandsRowsFollowEachOther) {
+  using Array = Kokkos::View<float****, Kokkos::LayoutRight, Space>;
+  const Int planes = 4 * Int(Kokkos::DefaultHostExecutionSpace().concurrency());  // enough to merge
+  const Array dense("dense", planes, 1, 6, 7), haloed("haloed", planes, 1, 8, 9);
+  const auto inner = Kokkos::subview(haloed, Kokkos::ALL, Kokkos::ALL, std::make_pair(1, 7), std::make_pair(1, 8));
+  const CellExtents e = extents_of(dense);
+
+  const CellExtents merged = merge_plane_rows(e, rows_of(dense), rows_of(dense));
+  EXPECT_EQ(merged.n, planes);
+  EXPECT_EQ(merged.c, 1);
+  EXPECT_EQ(merged.h, 1);
+  EXPECT_EQ(merged.w, 42);
+  const CellExtents mixed = merge_plane_rows(e, rows_of(dense), rows_of(inner));  // one operand has gaps
+  EXPECT_EQ(mixed.h, 6);
+  EXPECT_EQ(mixed.w, 7);
+  const CellExtents few = merge_plane_rows(CellExtents{1, 1, 6, 7}, rows_of(dense));  // too few planes to share out
+  EXPECT_EQ(few.h, 6);
+  const Array wide("wide", planes, 1, 2, 300);
+  EXPECT_EQ(merge_plane_rows(extents_of(wide), rows_of(wide)).h, 2);  // rows long enough already
+
+  // A row op over merged extents writes every cell of every plane once.
+  for_each_row("test::merged_fill", merged, FillRow<float>{rows_of(dense)});
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dense);
+  for (std::size_t i = 0; i < host.size(); ++i) ASSERT_EQ(host.data()[i], 7.0f) << i;
+}
+
+TEST(CellLoop, FillWritesExactlyTheViewWithAndWithoutGapsBetweenRows) {
+  using Array = Kokkos::View<bf16****, Kokkos::LayoutRight, Space>;
+  const Array a("array", 3, 2, 8, 9);
+  tessera::fill(a, bf16(1.0f));
+  const auto inner = Kokkos::subview(a, Kokkos::ALL, Kokkos::ALL, std::make_pair(1, 7), std::make_pair(2, 8));
+  tessera::fill(inner, bf16(-2.5f));
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  for (Int n = 0; n < 3; ++n)
+    for (Int c = 0; c < 2; ++c)
+      for (Int h = 0; h < 8; ++h)
+        for (Int w = 0; w < 9; ++w) {
+          const bool inside = h >= 1 && h < 7 && w >= 2 && w < 8;
+          ASSERT_EQ(float(host(n, c, h, w)), inside ? -2.5f : 1.0f) << n << c << h << w;
+        }
 }
 
 }  // namespace
