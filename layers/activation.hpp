@@ -43,7 +43,7 @@ struct Forward {
     F f;
     const T* x;
     T* y;
-    static constexpr bool wide_vectors = activation_functions::costly<F>;  // cell_loop.hpp
+    static constexpr bool wide_vectors = activation_functions::costly<F> || std::is_same_v<T, bf16>;  // cell_loop.hpp
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = T(f.value(Compute<T>(x[w]))); }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
@@ -61,6 +61,7 @@ struct Backward {
     F f;
     const T *saved, *dy;
     T* dx;
+    static constexpr bool wide_vectors = std::is_same_v<T, bf16>;  // bf16 rounding: see cell_loop.hpp
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
       dx[w] = T(activation_functions::gradient_from_saved(f, Compute<T>(saved[w]), Compute<T>(dy[w])));
     }

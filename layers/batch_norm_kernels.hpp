@@ -191,6 +191,7 @@ struct Normalize {
     const T* x;
     T* y;
     F mean, scale, shift;
+    static constexpr bool wide_vectors = std::is_same_v<T, bf16>;  // cell_loop.hpp: bf16 rounding
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { y[w] = T((F(x[w]) - mean) * scale + shift); }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
@@ -218,6 +219,7 @@ struct InputGradient {
     const T *x, *dy;
     T* dx;
     F mean, inv_std, k, a, b;
+    static constexpr bool wide_vectors = std::is_same_v<T, bf16>;
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
       const F xhat = (F(x[w]) - mean) * inv_std;
       dx[w] = T(k * (F(dy[w]) - a - xhat * b));

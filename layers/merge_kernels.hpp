@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "distarray/bf16.hpp"
 #include "layers/cell_loop.hpp"
@@ -28,6 +29,7 @@ struct RowKernel {
     using F = Compute<T>;
     T* dst;
     const T *a, *b;
+    static constexpr bool wide_vectors = std::is_same_v<T, bf16>;  // cell_loop.hpp: bf16 rounding
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const {
       if constexpr (op == RowOp::copy) dst[w] = a[w];
       else if constexpr (op == RowOp::sum) dst[w] = T(F(a[w]) + F(b[w]));

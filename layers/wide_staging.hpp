@@ -24,6 +24,7 @@ struct CopyRows {
   struct Row {
     const From* from;
     To* to;
+    static constexpr bool wide_vectors = std::is_same_v<To, bf16>;  // cell_loop.hpp: bf16 rounding
     KOKKOS_INLINE_FUNCTION void operator()(std::int64_t w) const { to[w] = To(float(from[w])); }
   };
   KOKKOS_INLINE_FUNCTION Row operator()(std::int64_t n, std::int64_t c, std::int64_t h) const {
