@@ -16,12 +16,12 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <cstddef>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include "distarray/number_text.hpp"
 #include "layers/fp32_math.hpp"
 #include "layers/nan_aware.hpp"
 #include "layers/spec_options.hpp"
@@ -52,14 +52,9 @@ struct LeakyRelu {
   static LeakyRelu parse(SpecOptions& spec) {
     LeakyRelu f;
     if (const auto text = spec.take_string("slope")) {
-      std::size_t used = 0;
-      try {
-        f.slope = std::stod(*text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text->size())
-        throw std::invalid_argument(spec.kind() + ": slope '" + *text + "' is not a number");
+      const auto number = number_from_text(*text);
+      if (!number) throw std::invalid_argument(spec.kind() + ": slope '" + *text + "' is not a number");
+      f.slope = *number;
     }
     return f;
   }

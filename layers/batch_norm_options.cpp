@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "distarray/number_text.hpp"
 #include "layers/spec_options.hpp"
 
 namespace tessera::layers {
@@ -18,15 +19,8 @@ void require(bool ok, const std::string& what) {
 std::optional<double> take_double(SpecOptions& spec, std::string_view key) {
   const auto text = spec.take_string(key);
   if (!text) return std::nullopt;
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(*text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  require(used == text->size() && std::isfinite(value),
-          "option " + std::string(key) + "=" + *text + " is not a finite number");
+  const auto value = number_from_text(*text);
+  require(value && std::isfinite(*value), "option " + std::string(key) + "=" + *text + " is not a finite number");
   return value;
 }
 

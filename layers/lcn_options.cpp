@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "distarray/number_text.hpp"
 #include "layers/spec_options.hpp"
 
 namespace tessera::layers {
@@ -25,13 +26,9 @@ LcnOptions LcnOptions::parse(std::string_view text) {
   o.k = *k;
   o.sigma = default_sigma(o.k);
   if (const auto sigma = spec.take_string("sigma")) {
-    std::size_t used = 0;
-    try {
-      o.sigma = std::stod(*sigma, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    require(used != 0 && used == sigma->size(), "option sigma=" + *sigma + " is not a number");
+    const auto number = number_from_text(*sigma);
+    require(number.has_value(), "option sigma=" + *sigma + " is not a number");
+    o.sigma = *number;
   }
   o.windowed.overlap = spec.take_bool("overlap").value_or(true) ? Overlap::on : Overlap::off;
   spec.finish();

@@ -1,11 +1,11 @@
 #include "layers/pool2d_options.hpp"
 
-#include <exception>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 
+#include "distarray/number_text.hpp"
 #include "layers/spec_options.hpp"
 
 namespace tessera::layers {
@@ -32,13 +32,9 @@ Pool2dOptions Pool2dOptions::parse(PoolKind kind, std::string_view text) {
   if (kind == PoolKind::average) o.count_include_pad = spec.take_bool("count_include_pad").value_or(true);
   if (kind == PoolKind::l2)
     if (const auto eps = spec.take_string("eps")) {
-      std::size_t used = 0;
-      try {
-        o.eps = std::stod(*eps, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != eps->size()) throw std::invalid_argument(spec.kind() + ": option eps=" + *eps + " is not a number");
+      const auto number = number_from_text(*eps);
+      if (!number) throw std::invalid_argument(spec.kind() + ": option eps=" + *eps + " is not a number");
+      o.eps = *number;
     }
   o.windowed.overlap = spec.take_bool("overlap").value_or(true) ? Overlap::on : Overlap::off;
   spec.finish();

@@ -1,16 +1,14 @@
 // The machines the performance model (models/perf_model.hpp) predicts for: their named
 // figures, the fields a --machine file may set, and the cost of an allreduce over a link.
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "distarray/mpi_progress.hpp"
+#include "distarray/number_text.hpp"
 #include "models/perf_model.hpp"  // declares Machine, Link and these functions
 
 namespace tessera::models {
@@ -91,15 +89,9 @@ std::string Machine::describe() const {
 }
 
 void set_machine_field(Machine& m, const std::string& name, const std::string& value) {
-  const char* begin = value.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const double number = std::strtod(begin, &end);
-  const auto blank = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  const bool whole =
-      end != begin && errno == 0 && std::all_of(static_cast<const char*>(end), begin + value.size(), blank);
-  if (!whole) throw std::invalid_argument("machine field " + name + ": '" + value + "' is not a number");
-  set_machine_field(m, name, number);
+  const auto number = number_from_text(value);
+  if (!number) throw std::invalid_argument("machine field " + name + ": '" + value + "' is not a number");
+  set_machine_field(m, name, *number);
 }
 
 void set_machine_field(Machine& m, const std::string& name, double value) {
