@@ -32,7 +32,7 @@ struct Fill1 {
 
 // Host rows through a pointer, so that the loop vectorises for any element type (bf16
 // through View::operator() did not: a bf16 fill took twice an fp32 fill of twice the
-// bytes). h == 1 and w == a plane's cells where the planes' rows follow each other.
+// bytes). h == 1 and w == a plane's cells where short rows of a plane follow each other.
 template <class View>
 struct Fill4Rows {
   View v;
@@ -77,9 +77,13 @@ void fill(const View& v, typename View::non_const_value_type value) {
     const std::int64_t rows = std::int64_t(v.extent(0)) * c * h;
     if (rows * w == 0) return;
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible) {
-      const std::int64_t step = v.stride(3);
-      if (step == 1 && std::int64_t(v.stride(2)) == w)  // rows follow each other: a row per plane
-        Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(exec, 0, rows / h),
+      // A row per plane where the rows follow each other and are short, while the planes are
+      // enough to keep every thread busy (as layers::merge_plane_rows).
+      const std::int64_t step = v.stride(3), planes = rows / h;
+      const bool merge = step == 1 && std::int64_t(v.stride(2)) == w && h > 1 && w < 256 &&
+                         planes >= 4 * std::int64_t(exec.concurrency());
+      if (merge)
+        Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(exec, 0, planes),
                              fill_detail::Fill4Rows<View>{v, value, c, 1, h * w, step});
       else
         Kokkos::parallel_for(kernel_label("tessera::fill"), Policy(exec, 0, rows),

@@ -131,12 +131,13 @@ TEST(CellLoop, PlaneRowsMergeOnlyWhereEveryOperandsRowsFollowEachOther) {
 
 TEST(CellLoop, FillWritesExactlyTheViewWithAndWithoutGapsBetweenRows) {
   using Array = Kokkos::View<bf16****, Kokkos::LayoutRight, Space>;
-  const Array a("array", 3, 2, 8, 9);
+  const Int samples = 2 * Int(Kokkos::DefaultHostExecutionSpace().concurrency());  // enough planes to merge
+  const Array a("array", samples, 2, 8, 9);
   tessera::fill(a, bf16(1.0f));
   const auto inner = Kokkos::subview(a, Kokkos::ALL, Kokkos::ALL, std::make_pair(1, 7), std::make_pair(2, 8));
   tessera::fill(inner, bf16(-2.5f));
   const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
-  for (Int n = 0; n < 3; ++n)
+  for (Int n = 0; n < samples; ++n)
     for (Int c = 0; c < 2; ++c)
       for (Int h = 0; h < 8; ++h)
         for (Int w = 0; w < 9; ++w) {
