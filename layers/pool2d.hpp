@@ -14,8 +14,10 @@
 // nothing: the argmax tap of every output (max; like cuDNN's and oneDNN's max-pooling
 // workspace) or its norm (l2). No parameters.
 //
-// bf16 (--precision bf16): the same fp32 kernels on fp32 copies of the window (and of dy),
-// the result rounded once into bf16 (layers/wide_staging.hpp); the norms stay fp32.
+// bf16 (--precision bf16): the same fp32 arithmetic: forward reads the bf16 window (each tap
+// widened exactly) into an fp32 copy of the output, backward runs on fp32 copies of dy (and
+// of the window, for l2, the one kind whose gradient reads x) and dx; each result is
+// rounded once into bf16 (layers/wide_staging.hpp); the norms stay fp32.
 //
 // CUDA builds pool with cuDNN where it computes exactly this (max and average without
 // padding or dilation; layers/pointwise_library.hpp); cuDNN's backward reads forward's
@@ -90,11 +92,11 @@ class Pool2d final : public Layer<T> {
           return library_->pool_forward(*library_pooling_, tensor_ref<const T>(x.local(window)),
                                         tensor_ref<T>(y.local(out)));
       if constexpr (kWide) {
-        // bf16: the fp32 kernel on widened copies, the output rounded once (wide_staging.hpp).
-        const auto xs = x.local(window), ys = y.local(out);
-        const auto xw = wide_.shaped_like(0, xs), yw = wide_.shaped_like(1, ys);
-        wide_.copy(xs, xw);
-        pool_kernels::forward(options_, xw, yw, work(out, owned), placement(window, shape));
+        // bf16: the kernel reads the bf16 window and pools in fp32 into an fp32 copy of the
+        // output, rounded once (wide_staging.hpp).
+        const auto ys = y.local(out);
+        const auto yw = wide_.shaped_like(1, ys);
+        pool_kernels::forward(options_, x.local(window), yw, work(out, owned), placement(window, shape));
         wide_.copy(yw, ys);
       } else {
         pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
@@ -123,8 +125,12 @@ class Pool2d final : public Layer<T> {
                                              tensor_ref<T>(dx.local(window)));
           if constexpr (kWide) {
             const auto xs = x.local(window), dys = dy.owned(), dxs = dx.local(window);
-            const auto xw = wide_.shaped_like(0, xs), dyw = wide_.shaped_like(1, dys), dxw = wide_.shaped_like(2, dxs);
-            wide_.copy(xs, xw);
+            const auto dyw = wide_.shaped_like(1, dys), dxw = wide_.shaped_like(2, dxs);
+            // Only l2's gradient reads x; max and average are handed dxw in its place (same
+            // shape, never read as x), so no fp32 copy of the window is made or kept for them.
+            const bool reads_x = options_.kind == PoolKind::l2;
+            const auto xw = reads_x ? wide_.shaped_like(0, xs) : dxw;
+            if (reads_x) wide_.copy(xs, xw);
             wide_.copy(dys, dyw);
             tessera::fill(dxw, 0.0f);  // the host kernels add into dx
             pool_kernels::backward(options_, xw, dyw, dxw, work(saved_output_, saved_output_), placement(window, shape));

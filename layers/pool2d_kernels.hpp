@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "distarray/bf16.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/launch_size.hpp"
 #include "layers/nan_aware.hpp"
@@ -108,17 +109,18 @@ KOKKOS_INLINE_FUNCTION Int average_divisor(const Geometry& g, bool include_pad, 
 }
 
 // One output from its inside taps [ia, ib) x [ja, jb); `x(i, j)` reads tap (i, j). Sets
-// `code` for max pooling. The reference arithmetic of both routes.
+// `code` for max pooling. The reference arithmetic of both routes, in Compute of the taps'
+// type (bf16 taps: fp32, each tap widened exactly).
 template <PoolKind K, class Taps>
 KOKKOS_INLINE_FUNCTION auto pool_one(const Taps& x, const Geometry& g, const Rule& rule, Int ia, Int ib, Int ja,
                                      Int jb, Code& code) {
-  using T = std::decay_t<decltype(x(0, 0))>;
+  using T = Compute<std::decay_t<decltype(x(0, 0))>>;
   if constexpr (K == PoolKind::max) {
-    T best = x(ia, ja);
+    T best = T(x(ia, ja));
     Code at = tap_code(ia, ja);
     for (Int i = ia; i < ib; ++i)
       for (Int j = ja; j < jb; ++j) {
-        const T v = x(i, j);
+        const T v = T(x(i, j));
         if (nan_aware::beats(v, best)) best = v, at = tap_code(i, j);
       }
     code = at;
@@ -126,13 +128,13 @@ KOKKOS_INLINE_FUNCTION auto pool_one(const Taps& x, const Geometry& g, const Rul
   } else if constexpr (K == PoolKind::average) {
     T sum = 0;
     for (Int i = ia; i < ib; ++i)
-      for (Int j = ja; j < jb; ++j) sum += x(i, j);
+      for (Int j = ja; j < jb; ++j) sum += T(x(i, j));
     return sum / static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, ja, jb));
   } else {
     T sum = static_cast<T>(rule.eps);
     for (Int i = ia; i < ib; ++i)
       for (Int j = ja; j < jb; ++j) {
-        const T v = x(i, j);
+        const T v = T(x(i, j));
         sum += v * v;
       }
     return Kokkos::Experimental::sqrt(sum);
@@ -171,9 +173,9 @@ struct CellTaps {
   KOKKOS_INLINE_FUNCTION T operator()(Int i, Int j) const { return x(n, c, row0 + i * dh, col0 + j * dw); }
 };
 
-template <PoolKind K, class T>
+template <PoolKind K, class X, class T>
 struct FlatForward {
-  Cells<const T> x;
+  Cells<const X> x;  // X: T, or bf16 read into T (fp32)
   Cells<T> y;
   Work<Cells<Code>, Cells<T>> work;
   Geometry g;
@@ -187,7 +189,7 @@ struct FlatForward {
     g.rows(oh, ia, ib);
     g.cols(ow, ja, jb);
     Code code = 0;
-    const T v = pool_one<K>(CellTaps<const T>{x, n, c, oh * g.sh, ow * g.sw, g.dh, g.dw}, g, rule, ia, ib, ja, jb, code);
+    const T v = pool_one<K>(CellTaps<const X>{x, n, c, oh * g.sh, ow * g.sw, g.dh, g.dw}, g, rule, ia, ib, ja, jb, code);
     y(n, c, oh, ow) = v;
     if constexpr (K == PoolKind::max) work.codes(n, c, oh, ow) = code;
     if constexpr (K == PoolKind::l2) work.norms(n, c, oh, ow) = v;
@@ -262,33 +264,34 @@ inline void full_columns(const Geometry& g, Int out_w, Int& first, Int& end) {
 
 // Per-tap updates of `count` consecutive outputs from one tap row `x` (element o*stride);
 // S is the stride when known at compile time (0: `stride`).
-template <int S, class T>
-inline void max_first(const T* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
+// The forward taps read X (T, or bf16 widened exactly into T).
+template <int S, class X, class T>
+inline void max_first(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
                       Code tap) {
   const Int s = S ? S : stride;
-  for (Int o = 0; o < count; ++o) y[o] = x[o * s], code[o] = tap;
+  for (Int o = 0; o < count; ++o) y[o] = T(x[o * s]), code[o] = tap;
 }
-template <int S, class T>
-inline void max_tap(const T* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
+template <int S, class X, class T>
+inline void max_tap(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
                     Code tap) {
   const Int s = S ? S : stride;
   for (Int o = 0; o < count; ++o) {
-    const T v = x[o * s];
+    const T v = T(x[o * s]);
     const bool take = v > y[o] || v != v;  // nan_aware::beats, in a form that vectorises
     y[o] = take ? v : y[o];
     code[o] = take ? tap : code[o];
   }
 }
-template <int S, class T>
-inline void sum_tap(const T* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
+template <int S, class X, class T>
+inline void sum_tap(const X* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
   const Int s = S ? S : stride;
-  for (Int o = 0; o < count; ++o) y[o] += x[o * s];
+  for (Int o = 0; o < count; ++o) y[o] += T(x[o * s]);
 }
-template <int S, class T>
-inline void square_tap(const T* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
+template <int S, class X, class T>
+inline void square_tap(const X* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
   const Int s = S ? S : stride;
   for (Int o = 0; o < count; ++o) {
-    const T v = x[o * s];
+    const T v = T(x[o * s]);
     y[o] += v * v;
   }
 }
@@ -307,17 +310,17 @@ inline void add_scaled_tap(T* __restrict__ dx, const T* __restrict__ x, const T*
 
 // One output row: y[0, out_w) (and code/norm) from the plane `x` (row stride ldx) whose row
 // oh*sh is the row's first tap row.
-template <PoolKind K, int S, class T>
-void forward_row(const T* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
+template <PoolKind K, int S, class X, class T>
+void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
                  Int out_w, Int full_first, Int full_end) {
   Int ia, ib;
   g.rows(oh, ia, ib);
-  const T* first_row = x + oh * g.sh * ldx;
+  const X* first_row = x + oh * g.sh * ldx;
   const auto one = [&](Int ow) {
     Int ja, jb;
     g.cols(ow, ja, jb);
     Code c = 0;
-    const T v = pool_one<K>(PtrTaps<T>{first_row + ow * g.sw, ldx, g.dh, g.dw}, g, rule, ia, ib, ja, jb, c);
+    const T v = pool_one<K>(PtrTaps<X>{first_row + ow * g.sw, ldx, g.dh, g.dw}, g, rule, ia, ib, ja, jb, c);
     y[ow] = v;
     if constexpr (K == PoolKind::max) code[ow] = c;
     if constexpr (K == PoolKind::l2) norm[ow] = v;
@@ -327,7 +330,7 @@ void forward_row(const T* x, Int ldx, T* y, Code* code, T* norm, const Geometry&
   const Int count = full_end - full_first;
   if (count <= 0) return;
   // The full columns, tap by tap in row-major order: the same operations as pool_one.
-  const T* base = first_row + full_first * g.sw;
+  const X* base = first_row + full_first * g.sw;
   T* out = y + full_first;
   const auto tap = [&](Int i, Int j) { return base + i * g.dh * ldx + j * g.dw; };
   if constexpr (K == PoolKind::max) {
@@ -459,7 +462,7 @@ void with_kind(PoolKind kind, const F& f) {
 inline Rule rule_of(const Pool2dOptions& o) { return {o.kind, o.count_include_pad, o.eps}; }
 
 // y (the output box's view) from x (the view of that box's input window); `work` covers
-// the same outputs as y.
+// the same outputs as y. x may be bf16 with y fp32: each tap is widened as it is read.
 template <class In, class Out, class Codes, class Norms>
 void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work<Codes, Norms>& work,
              const Placement& at, Route route = Route::automatic) {
@@ -501,7 +504,7 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
       }
     }
     using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>;
-    using Functor = FlatForward<K, T>;
+    using Functor = FlatForward<K, typename In::non_const_value_type, T>;
     static_assert(launches_by_value<Functor, Policy>, "pool2d forward: kernel arguments over CUDA's by-value limit");
     Work<Cells<Code>, Cells<T>> cells;
     if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);

@@ -6,8 +6,8 @@
 // border that cuts a scale x scale block makes two ranks read one input row, so Windowed
 // fills that halo row in forward; backward sums each block's gradient over the owned
 // outputs and the accumulate exchange adds the parts of a cut block at its owner.
-// bf16: forward only copies; backward's block sums run on fp32 copies of dy and dx and are
-// rounded once (layers/wide_staging.hpp), not once per row of a block.
+// bf16: forward only copies; backward's block sums read bf16 dy (each cell widened exactly)
+// into an fp32 copy of dx, rounded once (layers/wide_staging.hpp), not once per row of a block.
 
 #include <Kokkos_Core.hpp>
 
@@ -92,27 +92,28 @@ struct Forward {
 };
 
 // Row op: dx over the input window, the sum of dy over the owned outputs of each cell's
-// block (in T; NaN and infinities propagate by arithmetic).
-template <class T>
+// block (in T; NaN and infinities propagate by arithmetic). dy's cells are D: T, or bf16
+// widened exactly into T (fp32) as they are read.
+template <class T, class D = T>
 struct Backward {
-  Rows<const T> dy;
+  Rows<const D> dy;
   Rows<T> dx;
   Int rows, cols;         // dy's extents (its box is the owned outputs)
   Int scale, row0, col0;  // global row/column of dy's (0, 0)
   Int in_row0, in_col0;   // global row/column of dx's (0, 0)
 
   struct Row {
-    Rows<const T> dy;
+    Rows<const D> dy;
     T* dx;
     Int n, c;
     Int r_lo, r_hi;  // the block's rows in dy, cut to dy's box
     Int c_base;      // dy column of the block of dx column 0 (may be < 0 at a cut block)
     Int cols, scale;
 
-    KOKKOS_INLINE_FUNCTION T block_row_sum(const T* p, Int w) const {
+    KOKKOS_INLINE_FUNCTION T block_row_sum(const D* p, Int w) const {
       const Int q_lo = c_base + w * scale;
       T sum = 0;
-      for (Int q = q_lo < 0 ? 0 : q_lo; q < cols && q < q_lo + scale; ++q) sum += p[q];
+      for (Int q = q_lo < 0 ? 0 : q_lo; q < cols && q < q_lo + scale; ++q) sum += T(p[q]);
       return sum;
     }
     KOKKOS_INLINE_FUNCTION void operator()(Int w) const {
@@ -130,22 +131,22 @@ struct Backward {
       while (lo < width && c_base + lo * scale < 0) ++lo;
       while (hi > lo && c_base + hi * scale > cols) --hi;
       for (Int r = r_lo; r < r_hi; ++r) {
-        const T* p = dy.row(n, c, r);
+        const D* p = dy.row(n, c, r);
         const bool first = r == r_lo;
         const auto edge = [&](Int w) { dx[w] = first ? block_row_sum(p, w) : dx[w] + block_row_sum(p, w); };
         for (Int w = 0; w < lo; ++w) edge(w);
         for (Int w = hi; w < width; ++w) edge(w);
-        const T* q = p + c_base;
+        const D* q = p + c_base;
         if (scale == 2 && first) {
           TESSERA_SIMD_LOOP
-          for (Int w = lo; w < hi; ++w) dx[w] = q[2 * w] + q[2 * w + 1];
+          for (Int w = lo; w < hi; ++w) dx[w] = T(q[2 * w]) + T(q[2 * w + 1]);
         } else if (scale == 2) {
           TESSERA_SIMD_LOOP
-          for (Int w = lo; w < hi; ++w) dx[w] += q[2 * w] + q[2 * w + 1];
+          for (Int w = lo; w < hi; ++w) dx[w] += T(q[2 * w]) + T(q[2 * w + 1]);
         } else {
           for (Int w = lo; w < hi; ++w) {
             T sum = 0;
-            for (Int k = 0; k < scale; ++k) sum += q[w * scale + k];
+            for (Int k = 0; k < scale; ++k) sum += T(q[w * scale + k]);
             dx[w] = first ? sum : dx[w] + sum;
           }
         }
@@ -201,19 +202,19 @@ class Upsample final : public Layer<T> {
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& window) {
-          const auto block_sums = [&](const auto& dys, const auto& dxs) {
+          const auto block_sums = [&](const auto& dxs) {
             using E = std::remove_const_t<typename std::decay_t<decltype(dxs)>::value_type>;
             for_each_row("tessera::upsample_backward", extents_of(dxs),
-                         upsample_kernels::Backward<E>{rows_of(dys), rows_of(dxs), out.extent(H), out.extent(W), s,
-                                                       out.lo[H], out.lo[W], window.lo[H], window.lo[W]});
+                         upsample_kernels::Backward<E, T>{rows_of(dy.owned()), rows_of(dxs), out.extent(H),
+                                                          out.extent(W), s, out.lo[H], out.lo[W], window.lo[H],
+                                                          window.lo[W]});
           };
-          const auto dys = dy.owned(), dxs = dx.local(window);
+          const auto dxs = dx.local(window);
           if constexpr (std::is_same_v<T, Compute<T>>) {
-            block_sums(dys, dxs);
-          } else {
-            const auto dyw = wide_.shaped_like(0, dys), dxw = wide_.shaped_like(1, dxs);
-            wide_.copy(dys, dyw);
-            block_sums(dyw, dxw);
+            block_sums(dxs);
+          } else {  // bf16: the sums read bf16 dy into an fp32 copy of dx, rounded once
+            const auto dxw = wide_.shaped_like(1, dxs);
+            block_sums(dxw);
             wide_.copy(dxw, dxs);
           }
         },
@@ -225,7 +226,7 @@ class Upsample final : public Layer<T> {
  private:
   UpsampleOptions options_;
   Windowed<T> windowed_;
-  WideStaging<typename Tensor<T>::memory_space> wide_;  // bf16: dy and dx in fp32 for backward
+  WideStaging<typename Tensor<T>::memory_space> wide_;  // bf16: dx in fp32 for backward
 };
 
 }  // namespace tessera::layers

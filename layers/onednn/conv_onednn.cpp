@@ -2,7 +2,9 @@
 // they are asked for their preferred formats ("any": blocked layouts for the JIT kernels),
 // and operands move between the caller's strided NCHW / dense OIHW memory and those
 // formats by cached reorders through per-role scratch buffers — no copy when the formats
-// already agree. Forward, backward-data and backward-weights share one descriptor setup.
+// already agree; bf16 NCHW <-> NHWC, the AMX kernels' layout change, by plane_transpose.hpp
+// (up to 1.9x faster than oneDNN 2.6's reorder, never slower: transpose16.hpp). Forward,
+// backward-data and backward-weights share one descriptor setup.
 // After a shape's first call nothing is allocated: the caller's arrays are cached memory
 // objects pointed at each call's data, primitives run through the C API with their
 // arguments in an array on the stack (the C++ API's execute builds a map, and a memory
@@ -31,6 +33,7 @@
 #include "layers/onednn/onednn_bf16.hpp"
 #include "layers/conv_backend.hpp"
 #include "layers/onednn/onednn_execute.hpp"
+#include "layers/onednn/plane_transpose.hpp"
 
 namespace tessera::layers {
 namespace {
@@ -157,6 +160,11 @@ class Staging {
       if (wanted == from.get_desc()) return from;
     }
     const memory inner = scratch(role, wanted);
+    if (const auto planes = plane_transpose::plan(from.get_desc(), wanted)) {
+      stream.wait();  // what the stream ran before may still read inner
+      plane_transpose::run(*planes, from.get_data_handle(), inner.get_data_handle());
+      return inner;
+    }
     run(reorder(from.get_desc(), wanted, Write::overwrite), stream, {arg(DNNL_ARG_FROM, from), arg(DNNL_ARG_TO, inner)});
     return inner;
   }
@@ -181,6 +189,13 @@ class Staging {
       widening::narrow(*layout, static_cast<const float*>(dense.get_data_handle()), static_cast<bf16*>(user.get_data_handle()),
                        1.0f, write == Write::accumulate ? 1.0f : 0.0f);
       return;
+    }
+    if (write == Write::overwrite) {
+      if (const auto planes = plane_transpose::plan(produced.get_desc(), user.get_desc())) {
+        stream.wait();  // the host threads read what the stream wrote
+        plane_transpose::run(*planes, produced.get_data_handle(), user.get_data_handle());
+        return;
+      }
     }
     run(reorder(produced.get_desc(), user.get_desc(), write), stream,
         {arg(DNNL_ARG_FROM, produced), arg(DNNL_ARG_TO, user)});

@@ -109,6 +109,38 @@ TEST(PointwiseNonFinite, UpsamplePropagates) {
   expect_same_values(step.dx, {4, kNan, kInf, kNan}, "upsample dx");
 }
 
+// bf16 upsampling's backward reads bf16 dy directly (each cell widened exactly) into its fp32
+// copy of dx (layers/upsample.hpp): that must be the fp32 block sums of an fp32 copy of dy
+// bit for bit — scale 2 (the vectorised rows) and 3, whole blocks and blocks cut by a tile
+// border (dy's box starting inside a block), on the host's row loops.
+TEST(UpsampleBf16, BlockSumsReadingBf16DyEqualThoseOfItsFp32Copy) {
+  struct Case {
+    std::int64_t scale, rows, cols, row0, col0;  // dy's extents and global origin
+  };
+  for (const Case& k : {Case{2, 6, 40, 0, 0}, Case{2, 5, 37, 1, 3}, Case{3, 7, 20, 2, 1}}) {
+    const std::int64_t in_row0 = k.row0 / k.scale, in_col0 = k.col0 / k.scale;
+    const std::int64_t in_rows = (k.row0 + k.rows - 1) / k.scale + 1 - in_row0;
+    const std::int64_t in_cols = (k.col0 + k.cols - 1) / k.scale + 1 - in_col0;
+    const HostArray<float> random = random_array({2, 3, k.rows, k.cols}, 31);
+    HostArray<bf16> dy16("dy16", 2, 3, k.rows, k.cols);
+    HostArray<float> dy32("dy32", 2, 3, k.rows, k.cols);
+    for (std::size_t i = 0; i < random.size(); ++i) {
+      dy16.data()[i] = bf16(random.data()[i] * 100.0f);
+      dy32.data()[i] = float(dy16.data()[i]);
+    }
+    HostArray<float> from16("from16", 2, 3, in_rows, in_cols), from32("from32", 2, 3, in_rows, in_cols);
+    for_each_row("test::upsample_backward", extents_of(from16),
+                 upsample_kernels::Backward<float, bf16>{rows_of(dy16), rows_of(from16), k.rows, k.cols, k.scale,
+                                                         k.row0, k.col0, in_row0, in_col0});
+    for_each_row("test::upsample_backward", extents_of(from32),
+                 upsample_kernels::Backward<float>{rows_of(dy32), rows_of(from32), k.rows, k.cols, k.scale, k.row0,
+                                                   k.col0, in_row0, in_col0});
+    Kokkos::fence();
+    for (std::size_t i = 0; i < from16.size(); ++i)
+      ASSERT_EQ(from16.data()[i], from32.data()[i]) << "scale " << k.scale << " cell " << i;
+  }
+}
+
 // An activation's window is its owned tile: no halo is allocated and no exchange is made.
 TEST(ActivationWindow, TakesTheLocalPath) {
   std::vector<std::string> lines;

@@ -98,6 +98,55 @@ TEST_P(PoolAgainstReference, FlatRouteEqualsHostRoute) {
   }
 }
 
+// bf16 pooling reads its bf16 window directly, widening each tap as it reads it, into an fp32
+// output (layers/pool2d.hpp). That must be exactly the fp32 kernel on an fp32 copy of the
+// window (what the layer did before, and what the fp32 tests above check): the same y,
+// argmax and norms bit for bit, on both routes, for every configuration; a sub-box too.
+TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy) {
+  const PoolCase& c = GetParam();
+  const Pool2dOptions options = c.options();
+  const Pool2d<float> pool(options);
+  const Shape4 out_shape = pool.output_shape(c.input);
+  using pool_kernels::Code;
+  using Codes = Kokkos::View<Code****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  const Box whole{{0, 0, 0, 0}, out_shape};
+  Box part = whole;
+  part.lo[H] = 1, part.lo[W] = 1;
+  for (const Box& out : {whole, part}) {
+    const Box window = pool.input_window(out, c.input);
+    const Shape4 ws = window.shape(), os = out.shape();
+    const HostArray<float> random = random_array(ws, 21);
+    HostArray<bf16> x16("x16", ws[N], ws[C], ws[H], ws[W]);
+    HostArray<float> x32("x32", ws[N], ws[C], ws[H], ws[W]);
+    for (std::size_t i = 0; i < random.size(); ++i) {
+      x16.data()[i] = bf16(random.data()[i]);
+      x32.data()[i] = float(x16.data()[i]);
+    }
+    const pool_kernels::Placement at{window.lo[H], window.lo[W], c.input[H], c.input[W]};
+    for (const auto route : {pool_kernels::Route::automatic, pool_kernels::Route::flat}) {
+      struct Result {
+        HostArray<float> y, norms;
+        Codes codes;
+      };
+      auto run = [&](const auto& x) {
+        Result r{HostArray<float>("y", os[N], os[C], os[H], os[W]), HostArray<float>("norms", os[N], os[C], os[H], os[W]),
+                 Codes("codes", os[N], os[C], os[H], os[W])};
+        pool_kernels::forward(options, x, r.y, pool_kernels::Work<Codes, HostArray<float>>{r.codes, r.norms}, at, route);
+        Kokkos::fence();
+        return r;
+      };
+      const Result read16 = run(x16), copy32 = run(x32);
+      SCOPED_TRACE(c.name + (out == whole ? " whole output" : " sub-box") +
+                   (route == pool_kernels::Route::flat ? ", flat route" : ", host route"));
+      for (std::size_t i = 0; i < read16.y.size(); ++i) {
+        ASSERT_EQ(read16.y.data()[i], copy32.y.data()[i]) << "y " << i;
+        ASSERT_EQ(read16.codes.data()[i], copy32.codes.data()[i]) << "argmax " << i;
+        ASSERT_EQ(read16.norms.data()[i], copy32.norms.data()[i]) << "norm " << i;
+      }
+    }
+  }
+}
+
 // Max pooling of an all-negative image with padding: padding must act as -infinity, so no
 // output is 0 (a zero-filled pad cell would win every border window).
 TEST(PoolPadding, MaxIgnoresZeroPadding) {

@@ -1,0 +1,99 @@
+// The bf16 NCHW <-> NHWC layout change the oneDNN convolution does itself
+// (layers/onednn/plane_transpose.hpp): the 16 x 16 register blocks move every value of every
+// matrix shape as the value-by-value loop does (full blocks, ragged edges, padded rows); the
+// plan is made only for the bf16 pair it handles; and on a halo-padded tile it writes
+// exactly what oneDNN's own reorder writes, both ways. The convolutions that use it are
+// checked against fp32 and across grids by the bf16 layer tests.
+#include <gtest/gtest.h>
+
+#include <dnnl.hpp>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "layers/onednn/plane_transpose.hpp"
+
+namespace tessera::layers {
+namespace {
+
+using dnnl::memory;
+using Dt = memory::data_type;
+using Tag = memory::format_tag;
+
+TEST(Transpose16, BlocksMoveEveryValueAsTheValueByValueLoopDoesAndNothingElse) {
+  std::mt19937 random(7);
+  for (const std::int64_t rows : {1, 2, 15, 16, 17, 31, 32, 33, 64})
+    for (const std::int64_t cols : {1, 3, 16, 19, 28, 32, 48, 65}) {
+      const std::int64_t from_ld = cols + 5, to_ld = rows + 3;  // padded rows stay untouched
+      std::vector<std::uint16_t> from(rows * from_ld), blocked(cols * to_ld, 0xABCD), expected(cols * to_ld, 0xABCD);
+      for (auto& v : from) v = static_cast<std::uint16_t>(random());
+      transpose16::scalar(from.data(), from_ld, expected.data(), to_ld, rows, cols);
+      transpose16::matrix(from.data(), from_ld, blocked.data(), to_ld, rows, cols, true);
+      ASSERT_EQ(blocked, expected) << rows << " x " << cols;
+      for (std::int64_t i = 0; i < rows; ++i)  // the loop itself: value (i, j) lands at (j, i)
+        for (std::int64_t j = 0; j < cols; ++j) ASSERT_EQ(expected[j * to_ld + i], from[i * from_ld + j]);
+    }
+}
+
+memory::desc strided(const memory::dims& dims, Dt dt, const memory::dims& strides) { return memory::desc(dims, dt, strides); }
+
+TEST(PlaneTranspose, PlansOnlyBetweenPlainBf16ChannelsFirstAndChannelsLast) {
+  const memory::dims dims{2, 5, 6, 7};
+  const memory::desc nchw(dims, Dt::bf16, Tag::nchw), nhwc(dims, Dt::bf16, Tag::nhwc);
+  // A halo-padded tile: 7 x 6 inside 9 x 8 rows, as a DistArray hands it over.
+  const memory::desc tile = strided(dims, Dt::bf16, {5 * 8 * 9, 8 * 9, 9, 1});
+  ASSERT_TRUE(plane_transpose::plan(nchw, nhwc));
+  const auto there = *plane_transpose::plan(tile, nhwc);
+  EXPECT_EQ(there.rows, 5);
+  EXPECT_EQ(there.cols, 7);
+  EXPECT_EQ(there.from_ld, 8 * 9);
+  EXPECT_EQ(there.to_ld, 5);
+  const auto back = *plane_transpose::plan(nhwc, tile);
+  EXPECT_EQ(back.rows, 7);
+  EXPECT_EQ(back.cols, 5);
+  EXPECT_EQ(back.from_ld, 5);
+  EXPECT_EQ(back.to_ld, 8 * 9);
+
+  EXPECT_FALSE(plane_transpose::plan(nchw, nchw));                                      // no transpose
+  EXPECT_FALSE(plane_transpose::plan(memory::desc(dims, Dt::f32, Tag::nchw),            // f32: oneDNN's
+                                     memory::desc(dims, Dt::f32, Tag::nhwc)));
+  EXPECT_FALSE(plane_transpose::plan(nchw, memory::desc(dims, Dt::bf16, Tag::nChw16c)));  // blocked
+  EXPECT_FALSE(plane_transpose::plan(nchw, memory::desc({2, 5, 6, 8}, Dt::bf16, Tag::nhwc)));  // other dims
+  const memory::dims one_channel{2, 1, 6, 7};
+  EXPECT_FALSE(plane_transpose::plan(memory::desc(one_channel, Dt::bf16, Tag::nchw),
+                                     memory::desc(one_channel, Dt::bf16, Tag::nhwc)));
+}
+
+// A halo-padded bf16 tile moved to NHWC and back by plane_transpose and by oneDNN's reorder:
+// the same bits both ways, and the tile's halo is left as it was.
+TEST(PlaneTranspose, WritesWhatOnednnsReorderWritesBothWays) {
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  for (const memory::dims& dims : {memory::dims{3, 19, 5, 21}, memory::dims{2, 32, 4, 64}, memory::dims{1, 17, 3, 16}}) {
+    const std::int64_t c = dims[1], h = dims[2], w = dims[3], row = w + 3, plane = row * (h + 2);
+    const memory::desc tile_desc = strided(dims, Dt::bf16, {c * plane, plane, row, 1});
+    const memory::desc nhwc_desc(dims, Dt::bf16, Tag::nhwc);
+    std::mt19937 random(11);
+    std::vector<std::uint16_t> tile(dims[0] * c * plane);
+    for (auto& v : tile) v = static_cast<std::uint16_t>(random());
+    memory tile_memory(tile_desc, engine, tile.data()), by_onednn(nhwc_desc, engine), by_planes(nhwc_desc, engine);
+    dnnl::reorder(tile_memory, by_onednn).execute(stream, tile_memory, by_onednn);
+    stream.wait();
+    plane_transpose::run(*plane_transpose::plan(tile_desc, nhwc_desc), tile.data(), by_planes.get_data_handle());
+    const auto* a = static_cast<const std::uint16_t*>(by_onednn.get_data_handle());
+    const auto* b = static_cast<const std::uint16_t*>(by_planes.get_data_handle());
+    const std::int64_t count = dims[0] * c * h * w;
+    ASSERT_EQ(std::vector<std::uint16_t>(a, a + count), std::vector<std::uint16_t>(b, b + count));
+
+    std::vector<std::uint16_t> back_onednn(tile.size(), 0x7FC1), back_planes(tile.size(), 0x7FC1);
+    memory back_onednn_memory(tile_desc, engine, back_onednn.data());
+    dnnl::reorder(by_onednn, back_onednn_memory).execute(stream, by_onednn, back_onednn_memory);
+    stream.wait();
+    plane_transpose::run(*plane_transpose::plan(nhwc_desc, tile_desc), b, back_planes.data());
+    EXPECT_EQ(back_planes, back_onednn);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::layers
