@@ -3,8 +3,9 @@
 // and operands move between the caller's strided NCHW / dense OIHW memory and those
 // formats by cached reorders through per-role scratch buffers — no copy when the formats
 // already agree; bf16 NCHW <-> NHWC, the AMX kernels' layout change, by plane_transpose.hpp
-// (up to 1.9x faster than oneDNN 2.6's reorder, never slower: transpose16.hpp). Forward,
-// backward-data and backward-weights share one descriptor setup.
+// or oneDNN's reorder, whichever the first call measured faster for that pair of layouts
+// (Staging::planes_faster). Forward, backward-data and backward-weights share one
+// descriptor setup.
 // After a shape's first call nothing is allocated: the caller's arrays are cached memory
 // objects pointed at each call's data, primitives run through the C API with their
 // arguments in an array on the stack (the C++ API's execute builds a map, and a memory
@@ -22,6 +23,7 @@
 #include <dnnl.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -162,8 +164,10 @@ class Staging {
     const memory inner = scratch(role, wanted);
     if (const auto planes = plane_transpose::plan(from.get_desc(), wanted)) {
       stream.wait();  // what the stream ran before may still read inner
-      plane_transpose::run(*planes, from.get_data_handle(), inner.get_data_handle());
-      return inner;
+      if (planes_faster(*planes, from, inner, stream)) {
+        plane_transpose::run(*planes, from.get_data_handle(), inner.get_data_handle());
+        return inner;
+      }
     }
     run(reorder(from.get_desc(), wanted, Write::overwrite), stream, {arg(DNNL_ARG_FROM, from), arg(DNNL_ARG_TO, inner)});
     return inner;
@@ -193,8 +197,10 @@ class Staging {
     if (write == Write::overwrite) {
       if (const auto planes = plane_transpose::plan(produced.get_desc(), user.get_desc())) {
         stream.wait();  // the host threads read what the stream wrote
-        plane_transpose::run(*planes, produced.get_data_handle(), user.get_data_handle());
-        return;
+        if (planes_faster(*planes, produced, user, stream)) {
+          plane_transpose::run(*planes, produced.get_data_handle(), user.get_data_handle());
+          return;
+        }
       }
     }
     run(reorder(produced.get_desc(), user.get_desc(), write), stream,
@@ -207,6 +213,31 @@ class Staging {
   static std::optional<widening::Rows> converted_here(const memory::desc& user, const memory::desc& primitive) {
     if (user.data_type() != Dt::bf16 || primitive.data_type() != Dt::f32) return std::nullopt;
     return widening::rows_of(user);
+  }
+
+  // Whether plane_transpose moves `from` into `to` faster than oneDNN's reorder. Neither wins
+  // everywhere (measured: the planes up to 1.8x faster on dense and wide tiles, the reorder
+  // up to 2x faster into 64-wide tiles with a halo; transpose16.hpp), so the first call for
+  // a pair of layouts times both, best of three each (they write the same bits), and every
+  // later call takes the faster.
+  bool planes_faster(const plane_transpose::Plan& planes, const memory& from, const memory& to, dnnl::stream& stream) {
+    for (const LayoutChoice& c : layout_choices_)
+      if (c.from == from.get_desc() && c.to == to.get_desc()) return c.planes;
+    using Clock = std::chrono::steady_clock;
+    const dnnl::reorder& by_onednn = reorder(from.get_desc(), to.get_desc(), Write::overwrite);
+    Clock::duration onednn_best = Clock::duration::max(), planes_best = Clock::duration::max();
+    for (int trial = 0; trial < 3; ++trial) {
+      const auto start = Clock::now();
+      run(by_onednn, stream, {arg(DNNL_ARG_FROM, from), arg(DNNL_ARG_TO, to)});
+      stream.wait();
+      const auto middle = Clock::now();
+      plane_transpose::run(planes, from.get_data_handle(), to.get_data_handle());
+      const auto end = Clock::now();
+      onednn_best = std::min(onednn_best, middle - start);
+      planes_best = std::min(planes_best, end - middle);
+    }
+    layout_choices_.push_back({from.get_desc(), to.get_desc(), planes_best < onednn_best});
+    return layout_choices_.back().planes;
   }
 
   memory scratch(Role role, const memory::desc& desc) {
@@ -238,9 +269,14 @@ class Staging {
     Write write;
     dnnl::reorder primitive;
   };
+  struct LayoutChoice {
+    memory::desc from, to;
+    bool planes;  // plane_transpose, else oneDNN's reorder
+  };
   dnnl::engine engine_;
   std::vector<Scratch> scratch_;
   std::vector<CachedReorder> reorders_;
+  std::vector<LayoutChoice> layout_choices_;
 };
 
 // The caller's arrays as memory objects, one per (role, dims, strides, type) made on first

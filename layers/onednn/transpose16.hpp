@@ -1,12 +1,13 @@
 #pragma once
 // Transposes a matrix of 16-bit values (bf16 bit patterns): the bf16 NCHW <-> NHWC layout
-// change around oneDNN's AMX convolutions, one (image, row) plane at a time. On 2 cores of
-// the AMX Xeon, oneDNN 2.6's reorder moved an 8x32x128x128 bf16 tensor this way in
-// 0.75-1.0 ms (back: 1.3 ms), where a copy of the same bytes takes about 0.4; these
-// 16 x 16 blocks through AVX2 registers (four rounds of unpacks) took 0.5-0.7 ms (back:
-// 0.7), and as long as oneDNN's for 8x64x64x64
-// (bench/results/layers-bf16-amx-cpu-2026-11-27.md). Edges that do not fill a block go
-// value by value. Host code, no Kokkos: the caller spreads the planes over threads.
+// change around oneDNN's AMX convolutions, one plane at a time (plane_transpose.hpp), in
+// 16 x 16 blocks through AVX2 registers (four rounds of unpacks). Against oneDNN 2.6's
+// reorder on 2 cores of the AMX Xeon it is up to 1.8x faster (dense 8x32x128x128: 0.66 ms
+// against 0.98 one way, 0.99 against 1.43 back) and up to 2x slower (into 8x64x64x64 with a
+// one-cell halo: 0.79 against 0.39), so the convolution backend times both per pair of
+// layouts and keeps the faster (bench/results/layers-bf16-amx-cpu-2026-11-27.md). Blocks
+// cut by an edge go through a padded copy. Host code, no Kokkos: the caller spreads the
+// planes over threads.
 
 #include <cstdint>
 
@@ -59,14 +60,31 @@ __attribute__((target("avx2"))) inline void block(const std::uint16_t* from, std
   }
 }
 
+// A block cut by the matrix's edge (rows x cols, either under 16): through a zeroed 16 x 16
+// copy, so that narrow planes (a 14-wide tile) still move by registers, not value by value.
+__attribute__((target("avx2"))) inline void partial_block(const std::uint16_t* from, std::int64_t from_ld,
+                                                          std::uint16_t* to, std::int64_t to_ld, std::int64_t rows,
+                                                          std::int64_t cols) {
+  alignas(32) std::uint16_t in[16 * 16] = {}, out[16 * 16];
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) in[i * 16 + j] = from[i * from_ld + j];
+  block(in, 16, out, 16);
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (std::int64_t i = 0; i < rows; ++i) to[j * to_ld + i] = out[j * 16 + i];
+}
+
+// Column blocks outside, row blocks inside: consecutive blocks fill the same lines of `to`.
 __attribute__((target("avx2"))) inline void blocked(const std::uint16_t* from, std::int64_t from_ld,
                                                     std::uint16_t* to, std::int64_t to_ld, std::int64_t rows,
                                                     std::int64_t cols) {
-  const std::int64_t full_rows = rows / 16 * 16, full_cols = cols / 16 * 16;
-  for (std::int64_t j = 0; j < full_cols; j += 16)
-    for (std::int64_t i = 0; i < full_rows; i += 16) block(from + i * from_ld + j, from_ld, to + j * to_ld + i, to_ld);
-  scalar(from + full_cols, from_ld, to + full_cols * to_ld, to_ld, rows, cols - full_cols);
-  scalar(from + full_rows * from_ld, from_ld, to + full_rows, to_ld, rows - full_rows, full_cols);
+  for (std::int64_t j = 0; j < cols; j += 16)
+    for (std::int64_t i = 0; i < rows; i += 16) {
+      const std::int64_t r = rows - i < 16 ? rows - i : 16, c = cols - j < 16 ? cols - j : 16;
+      if (r == 16 && c == 16)
+        block(from + i * from_ld + j, from_ld, to + j * to_ld + i, to_ld);
+      else
+        partial_block(from + i * from_ld + j, from_ld, to + j * to_ld + i, to_ld, r, c);
+    }
 }
 
 }  // namespace detail

@@ -1,8 +1,9 @@
-// The bf16 NCHW <-> NHWC layout change the oneDNN convolution does itself
+// The bf16 NCHW <-> NHWC layout change the oneDNN convolution can do itself
 // (layers/onednn/plane_transpose.hpp): the 16 x 16 register blocks move every value of every
 // matrix shape as the value-by-value loop does (full blocks, ragged edges, padded rows); the
-// plan is made only for the bf16 pair it handles; and on a halo-padded tile it writes
-// exactly what oneDNN's own reorder writes, both ways. The convolutions that use it are
+// plan is made only for the bf16 pair it handles; and on halo-padded and dense tiles it
+// writes exactly what oneDNN's own reorder writes, both ways (so the backend's per-layout
+// choice between the two never changes a result). The convolutions that use it are
 // checked against fp32 and across grids by the bf16 layer tests.
 #include <gtest/gtest.h>
 
@@ -39,48 +40,67 @@ TEST(Transpose16, BlocksMoveEveryValueAsTheValueByValueLoopDoesAndNothingElse) {
 memory::desc strided(const memory::dims& dims, Dt dt, const memory::dims& strides) { return memory::desc(dims, dt, strides); }
 
 TEST(PlaneTranspose, PlansOnlyBetweenPlainBf16ChannelsFirstAndChannelsLast) {
-  const memory::dims dims{2, 5, 6, 7};
-  const memory::desc nchw(dims, Dt::bf16, Tag::nchw), nhwc(dims, Dt::bf16, Tag::nhwc);
-  // A halo-padded tile: 7 x 6 inside 9 x 8 rows, as a DistArray hands it over.
-  const memory::desc tile = strided(dims, Dt::bf16, {5 * 8 * 9, 8 * 9, 9, 1});
-  ASSERT_TRUE(plane_transpose::plan(nchw, nhwc));
+  // A halo-padded tile: 70 x 6 inside 72 x 8 rows, as a DistArray hands it over: a plane
+  // per (image, row).
+  const memory::dims dims{2, 5, 6, 70};
+  const memory::desc nhwc(dims, Dt::bf16, Tag::nhwc);
+  const memory::desc tile = strided(dims, Dt::bf16, {5 * 8 * 72, 8 * 72, 72, 1});
   const auto there = *plane_transpose::plan(tile, nhwc);
+  EXPECT_EQ(there.images * there.heights, 2 * 6);
   EXPECT_EQ(there.rows, 5);
-  EXPECT_EQ(there.cols, 7);
-  EXPECT_EQ(there.from_ld, 8 * 9);
+  EXPECT_EQ(there.cols, 70);
+  EXPECT_EQ(there.from_ld, 8 * 72);
   EXPECT_EQ(there.to_ld, 5);
   const auto back = *plane_transpose::plan(nhwc, tile);
-  EXPECT_EQ(back.rows, 7);
+  EXPECT_EQ(back.rows, 70);
   EXPECT_EQ(back.cols, 5);
   EXPECT_EQ(back.from_ld, 5);
-  EXPECT_EQ(back.to_ld, 8 * 9);
+  EXPECT_EQ(back.to_ld, 8 * 72);
 
-  EXPECT_FALSE(plane_transpose::plan(nchw, nchw));                                      // no transpose
-  EXPECT_FALSE(plane_transpose::plan(memory::desc(dims, Dt::f32, Tag::nchw),            // f32: oneDNN's
-                                     memory::desc(dims, Dt::f32, Tag::nhwc)));
-  EXPECT_FALSE(plane_transpose::plan(nchw, memory::desc(dims, Dt::bf16, Tag::nChw16c)));  // blocked
-  EXPECT_FALSE(plane_transpose::plan(nchw, memory::desc({2, 5, 6, 8}, Dt::bf16, Tag::nhwc)));  // other dims
-  const memory::dims one_channel{2, 1, 6, 7};
+  // No halo on either side: one plane per image, its rows one long row (a narrow tile too).
+  const memory::dims narrow{2, 5, 6, 14};
+  const memory::desc dense_nchw(narrow, Dt::bf16, Tag::nchw), dense_nhwc(narrow, Dt::bf16, Tag::nhwc);
+  const auto merged = *plane_transpose::plan(dense_nchw, dense_nhwc);
+  EXPECT_EQ(merged.images * merged.heights, 2);
+  EXPECT_EQ(merged.cols, 6 * 14);
+  EXPECT_EQ(plane_transpose::plan(dense_nhwc, dense_nchw)->rows, 6 * 14);
+
+  // Left to oneDNN: a narrow row beside a halo, no transpose, f32, a blocked format, other
+  // dims, a single channel.
+  EXPECT_FALSE(plane_transpose::plan(strided(narrow, Dt::bf16, {5 * 8 * 16, 8 * 16, 16, 1}), dense_nhwc));
+  EXPECT_FALSE(plane_transpose::plan(tile, tile));
+  EXPECT_FALSE(plane_transpose::plan(memory::desc(dims, Dt::f32, Tag::nchw), memory::desc(dims, Dt::f32, Tag::nhwc)));
+  EXPECT_FALSE(plane_transpose::plan(tile, memory::desc(dims, Dt::bf16, Tag::nChw16c)));
+  EXPECT_FALSE(plane_transpose::plan(tile, memory::desc({2, 5, 6, 71}, Dt::bf16, Tag::nhwc)));
+  const memory::dims one_channel{2, 1, 6, 70};
   EXPECT_FALSE(plane_transpose::plan(memory::desc(one_channel, Dt::bf16, Tag::nchw),
                                      memory::desc(one_channel, Dt::bf16, Tag::nhwc)));
 }
 
-// A halo-padded bf16 tile moved to NHWC and back by plane_transpose and by oneDNN's reorder:
-// the same bits both ways, and the tile's halo is left as it was.
+// A bf16 tile (halo-padded, or dense) moved to NHWC and back by plane_transpose and by
+// oneDNN's reorder: the same bits both ways, and a tile's halo is left as it was.
 TEST(PlaneTranspose, WritesWhatOnednnsReorderWritesBothWays) {
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  for (const memory::dims& dims : {memory::dims{3, 19, 5, 21}, memory::dims{2, 32, 4, 64}, memory::dims{1, 17, 3, 16}}) {
-    const std::int64_t c = dims[1], h = dims[2], w = dims[3], row = w + 3, plane = row * (h + 2);
+  struct Case {
+    memory::dims dims;
+    std::int64_t halo;
+  };
+  for (const Case& k : {Case{{3, 19, 5, 70}, 1}, Case{{2, 32, 4, 64}, 2}, Case{{1, 17, 3, 81}, 1},
+                        Case{{2, 19, 5, 14}, 0}, Case{{2, 40, 9, 28}, 0}}) {
+    const memory::dims& dims = k.dims;
+    const std::int64_t c = dims[1], h = dims[2], w = dims[3], row = w + 2 * k.halo, plane = row * (h + 2 * k.halo);
     const memory::desc tile_desc = strided(dims, Dt::bf16, {c * plane, plane, row, 1});
     const memory::desc nhwc_desc(dims, Dt::bf16, Tag::nhwc);
+    const auto there = plane_transpose::plan(tile_desc, nhwc_desc), back = plane_transpose::plan(nhwc_desc, tile_desc);
+    ASSERT_TRUE(there && back) << "no plan for " << c << " x " << h << " x " << w;
     std::mt19937 random(11);
     std::vector<std::uint16_t> tile(dims[0] * c * plane);
     for (auto& v : tile) v = static_cast<std::uint16_t>(random());
     memory tile_memory(tile_desc, engine, tile.data()), by_onednn(nhwc_desc, engine), by_planes(nhwc_desc, engine);
     dnnl::reorder(tile_memory, by_onednn).execute(stream, tile_memory, by_onednn);
     stream.wait();
-    plane_transpose::run(*plane_transpose::plan(tile_desc, nhwc_desc), tile.data(), by_planes.get_data_handle());
+    plane_transpose::run(*there, tile.data(), by_planes.get_data_handle());
     const auto* a = static_cast<const std::uint16_t*>(by_onednn.get_data_handle());
     const auto* b = static_cast<const std::uint16_t*>(by_planes.get_data_handle());
     const std::int64_t count = dims[0] * c * h * w;
@@ -90,7 +110,7 @@ TEST(PlaneTranspose, WritesWhatOnednnsReorderWritesBothWays) {
     memory back_onednn_memory(tile_desc, engine, back_onednn.data());
     dnnl::reorder(by_onednn, back_onednn_memory).execute(stream, by_onednn, back_onednn_memory);
     stream.wait();
-    plane_transpose::run(*plane_transpose::plan(nhwc_desc, tile_desc), b, back_planes.data());
+    plane_transpose::run(*back, b, back_planes.data());
     EXPECT_EQ(back_planes, back_onednn);
   }
 }
