@@ -308,6 +308,51 @@ inline void add_scaled_tap(T* __restrict__ dx, const T* __restrict__ x, const T*
   for (Int o = 0; o < count; ++o) dx[o * s] += g[o] * x[o * s];
 }
 
+// The 2 x 2 window at stride 2 (the common pooling), both tap rows r0, r1 inside the image:
+// the four taps of each output in one pass, where the per-tap passes below cost a loop
+// each (most of a short row's time: a 14-wide tile pools 7 outputs a row). The same
+// operations in the same order as pool_one.
+template <PoolKind K, class X, class T>
+inline void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, T* __restrict__ y, Code* __restrict__ code,
+                     T* __restrict__ norm, Int count, const Rule& rule) {
+  if constexpr (K == PoolKind::max) {
+    for (Int o = 0; o < count; ++o) {
+      T best = T(r0[2 * o]);
+      Code at = tap_code(0, 0);
+      const auto tap = [&](T v, Code c) {
+        const bool take = v > best || v != v;  // nan_aware::beats, as max_tap
+        best = take ? v : best;
+        at = take ? c : at;
+      };
+      tap(T(r0[2 * o + 1]), tap_code(0, 1));
+      tap(T(r1[2 * o]), tap_code(1, 0));
+      tap(T(r1[2 * o + 1]), tap_code(1, 1));
+      y[o] = best;
+      code[o] = at;
+    }
+  } else if constexpr (K == PoolKind::average) {
+    const T divisor = static_cast<T>(4);  // count_include_pad or not: all four taps are inside
+    for (Int o = 0; o < count; ++o) {
+      T sum = T(0);
+      sum += T(r0[2 * o]);
+      sum += T(r0[2 * o + 1]);
+      sum += T(r1[2 * o]);
+      sum += T(r1[2 * o + 1]);
+      y[o] = sum / divisor;
+    }
+  } else {
+    for (Int o = 0; o < count; ++o) {
+      T sum = static_cast<T>(rule.eps);
+      const T a = T(r0[2 * o]), b = T(r0[2 * o + 1]), c = T(r1[2 * o]), d = T(r1[2 * o + 1]);
+      sum += a * a;
+      sum += b * b;
+      sum += c * c;
+      sum += d * d;
+      norm[o] = y[o] = std::sqrt(sum);
+    }
+  }
+}
+
 // One output row: y[0, out_w) (and code/norm) from the plane `x` (row stride ldx) whose row
 // oh*sh is the row's first tap row.
 template <PoolKind K, int S, class X, class T>
@@ -333,6 +378,11 @@ void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry&
   const X* base = first_row + full_first * g.sw;
   T* out = y + full_first;
   const auto tap = [&](Int i, Int j) { return base + i * g.dh * ldx + j * g.dw; };
+  if constexpr (S == 2) {
+    if (g.kh == 2 && g.kw == 2 && g.dh == 1 && g.dw == 1 && ia == 0 && ib == 2)
+      return pool_2x2<K>(tap(0, 0), tap(1, 0), out, K == PoolKind::max ? code + full_first : nullptr,
+                         K == PoolKind::l2 ? norm + full_first : nullptr, count, rule);
+  }
   if constexpr (K == PoolKind::max) {
     Code* c = code + full_first;
     max_first<S>(tap(ia, 0), out, c, count, g.sw, tap_code(ia, 0));

@@ -24,6 +24,7 @@ inline std::vector<PoolCase> pool_cases() {
   using K = PoolKind;
   return {
       {"max_k2_s2", K::max, "k=2"},
+      {"max_k2_s2_pad1", K::max, "k=2,stride=2,pad=1"},  // the 2x2 pass between padded edges
       {"max_k3_s2_pad1", K::max, "k=3,stride=2,pad=1"},
       {"max_k3_s1_pad1", K::max, "k=3,stride=1,pad=1"},
       {"max_asymmetric_pad", K::max, "k=3,stride=2,pad_top=0,pad_bottom=2,pad_left=1,pad_right=0"},
@@ -36,6 +37,7 @@ inline std::vector<PoolCase> pool_cases() {
        "k=3,stride=2,pad_top=2,pad_bottom=0,pad_left=0,pad_right=1,count_include_pad=false"},
       {"l2_k5_s1_pad2", K::l2, "k=5,stride=1,pad=2"},  // Le et al. 2012
       {"l2_k3_s2_pad1", K::l2, "k=3,stride=2,pad=1"},
+      {"l2_k2_s2", K::l2, "k=2"},
   };
 }
 
