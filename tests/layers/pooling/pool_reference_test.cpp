@@ -49,17 +49,24 @@ INSTANTIATE_TEST_SUITE_P(Configurations, PoolAgainstReference, ::testing::Values
 // halo's zeros, so a kernel that reads them fails. Forward and the workspace must agree
 // exactly (same arithmetic in the same order); dx to rounding (overlapping windows add in
 // a different order).
+using Codes = Kokkos::View<pool_kernels::Code****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+
+// The output boxes the kernel tests pool: the whole output, and a sub-box that starts one
+// row and column in (a partial tile: its window starts inside the image).
+std::array<Box, 2> whole_and_part(const Pool2d<float>& pool, const Shape4& input) {
+  const Box whole{{0, 0, 0, 0}, pool.output_shape(input)};
+  Box part = whole;
+  part.lo[H] = 1, part.lo[W] = 1;
+  return {whole, part};
+}
+
 TEST_P(PoolAgainstReference, FlatRouteEqualsHostRoute) {
   const PoolCase& c = GetParam();
   const Pool2dOptions options = c.options();
   const Pool2d<float> pool(options);
-  const Shape4 out_shape = pool.output_shape(c.input);
-  using pool_kernels::Code;
-  using Codes = Kokkos::View<Code****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-  const Box whole{{0, 0, 0, 0}, out_shape};
-  Box part = whole;
-  part.lo[H] = 1, part.lo[W] = 1;
-  for (const Box& out : {whole, part}) {
+  const auto boxes = whole_and_part(pool, c.input);
+  const Box& whole = boxes[0];
+  for (const Box& out : boxes) {
     const Box window = pool.input_window(out, c.input);
     const Shape4 ws = window.shape(), os = out.shape();
     HostArray<float> x = random_array(ws, 11);
@@ -106,13 +113,8 @@ TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy)
   const PoolCase& c = GetParam();
   const Pool2dOptions options = c.options();
   const Pool2d<float> pool(options);
-  const Shape4 out_shape = pool.output_shape(c.input);
-  using pool_kernels::Code;
-  using Codes = Kokkos::View<Code****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-  const Box whole{{0, 0, 0, 0}, out_shape};
-  Box part = whole;
-  part.lo[H] = 1, part.lo[W] = 1;
-  for (const Box& out : {whole, part}) {
+  const auto boxes = whole_and_part(pool, c.input);
+  for (const Box& out : boxes) {
     const Box window = pool.input_window(out, c.input);
     const Shape4 ws = window.shape(), os = out.shape();
     const HostArray<float> random = random_array(ws, 21);
@@ -136,7 +138,7 @@ TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy)
         return r;
       };
       const Result read16 = run(x16), copy32 = run(x32);
-      SCOPED_TRACE(c.name + (out == whole ? " whole output" : " sub-box") +
+      SCOPED_TRACE(c.name + (out == boxes[0] ? " whole output" : " sub-box") +
                    (route == pool_kernels::Route::flat ? ", flat route" : ", host route"));
       for (std::size_t i = 0; i < read16.y.size(); ++i) {
         ASSERT_EQ(read16.y.data()[i], copy32.y.data()[i]) << "y " << i;
