@@ -1,0 +1,256 @@
+#pragma once
+// The host route of the pooling kernels (layers/pool2d_kernels.hpp): raw pointers into
+// row-major planes. Forward runs one output row at a time, the outputs whose taps all lie
+// inside the image tap by tap over contiguous loops (the 2 x 2 stride-2 window in one
+// pass), the few at the padded border through pool_one; backward adds one (n, c) plane's
+// gradients into dx. The same operations in the same order as pool_one.
+
+#include <cmath>
+#include <cstdint>
+
+#include "layers/pool2d_window.hpp"
+
+namespace tessera::layers::pool_kernels {
+
+namespace host {
+
+template <class T>
+struct PtrTaps {
+  const T* p;  // tap (0, 0)
+  Int ld, dh, dw;
+  KOKKOS_INLINE_FUNCTION T operator()(Int i, Int j) const { return p[i * dh * ld + j * dw]; }
+};
+
+// The outputs [first, end) of a row whose taps all lie inside the image horizontally.
+inline void full_columns(const Geometry& g, Int out_w, Int& first, Int& end) {
+  first = 0;
+  while (first < out_w && g.at.window_w + first * g.sw < 0) ++first;
+  end = out_w;
+  while (end > first && g.at.window_w + (end - 1) * g.sw + (g.kw - 1) * g.dw >= g.at.image_w) --end;
+}
+
+// Per-tap updates of `count` consecutive outputs from one tap row `x` (element o*stride);
+// S is the stride when known at compile time (0: `stride`).
+// The forward taps read X (T, or bf16 widened exactly into T).
+template <int S, class X, class T>
+inline void max_first(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
+                      Code tap) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) y[o] = T(x[o * s]), code[o] = tap;
+}
+template <int S, class X, class T>
+inline void max_tap(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
+                    Code tap) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) {
+    const T v = T(x[o * s]);
+    const bool take = v > y[o] || v != v;  // nan_aware::beats, in a form that vectorises
+    y[o] = take ? v : y[o];
+    code[o] = take ? tap : code[o];
+  }
+}
+template <int S, class X, class T>
+inline void sum_tap(const X* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) y[o] += T(x[o * s]);
+}
+template <int S, class X, class T>
+inline void square_tap(const X* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) {
+    const T v = T(x[o * s]);
+    y[o] += v * v;
+  }
+}
+// Backward: dx[o*stride] += g[o] (avg), += g[o] * x[o*stride] (l2).
+template <int S, class T>
+inline void add_tap(T* __restrict__ dx, const T* __restrict__ g, Int count, Int stride) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) dx[o * s] += g[o];
+}
+template <int S, class T>
+inline void add_scaled_tap(T* __restrict__ dx, const T* __restrict__ x, const T* __restrict__ g, Int count,
+                           Int stride) {
+  const Int s = S ? S : stride;
+  for (Int o = 0; o < count; ++o) dx[o * s] += g[o] * x[o * s];
+}
+
+// The 2 x 2 window at stride 2 (the common pooling), both tap rows r0, r1 inside the image:
+// the four taps of each output in one pass, where the per-tap passes below cost a loop
+// each (most of a short row's time: a 14-wide tile pools 7 outputs a row). The same
+// operations in the same order as pool_one.
+template <PoolKind K, class X, class T>
+inline void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, T* __restrict__ y, Code* __restrict__ code,
+                     T* __restrict__ norm, Int count, const Rule& rule) {
+  if constexpr (K == PoolKind::max) {
+    for (Int o = 0; o < count; ++o) {
+      T best = T(r0[2 * o]);
+      Code at = tap_code(0, 0);
+      const auto tap = [&](T v, Code c) {
+        const bool take = v > best || v != v;  // nan_aware::beats, as max_tap
+        best = take ? v : best;
+        at = take ? c : at;
+      };
+      tap(T(r0[2 * o + 1]), tap_code(0, 1));
+      tap(T(r1[2 * o]), tap_code(1, 0));
+      tap(T(r1[2 * o + 1]), tap_code(1, 1));
+      y[o] = best;
+      code[o] = at;
+    }
+  } else if constexpr (K == PoolKind::average) {
+    const T divisor = static_cast<T>(4);  // count_include_pad or not: all four taps are inside
+    for (Int o = 0; o < count; ++o) {
+      T sum = T(0);
+      sum += T(r0[2 * o]);
+      sum += T(r0[2 * o + 1]);
+      sum += T(r1[2 * o]);
+      sum += T(r1[2 * o + 1]);
+      y[o] = sum / divisor;
+    }
+  } else {
+    for (Int o = 0; o < count; ++o) {
+      T sum = static_cast<T>(rule.eps);
+      const T a = T(r0[2 * o]), b = T(r0[2 * o + 1]), c = T(r1[2 * o]), d = T(r1[2 * o + 1]);
+      sum += a * a;
+      sum += b * b;
+      sum += c * c;
+      sum += d * d;
+      norm[o] = y[o] = std::sqrt(sum);
+    }
+  }
+}
+
+// One output row: y[0, out_w) (and code/norm) from the plane `x` (row stride ldx) whose row
+// oh*sh is the row's first tap row.
+template <PoolKind K, int S, class X, class T>
+void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
+                 Int out_w, Int full_first, Int full_end) {
+  Int ia, ib;
+  g.rows(oh, ia, ib);
+  const X* first_row = x + oh * g.sh * ldx;
+  const auto one = [&](Int ow) {
+    Int ja, jb;
+    g.cols(ow, ja, jb);
+    Code c = 0;
+    const T v = pool_one<K>(PtrTaps<X>{first_row + ow * g.sw, ldx, g.dh, g.dw}, g, rule, ia, ib, ja, jb, c);
+    y[ow] = v;
+    if constexpr (K == PoolKind::max) code[ow] = c;
+    if constexpr (K == PoolKind::l2) norm[ow] = v;
+  };
+  for (Int ow = 0; ow < full_first; ++ow) one(ow);
+  for (Int ow = full_end; ow < out_w; ++ow) one(ow);
+  const Int count = full_end - full_first;
+  if (count <= 0) return;
+  // The full columns, tap by tap in row-major order: the same operations as pool_one.
+  const X* base = first_row + full_first * g.sw;
+  T* out = y + full_first;
+  const auto tap = [&](Int i, Int j) { return base + i * g.dh * ldx + j * g.dw; };
+  if constexpr (S == 2) {
+    if (g.kh == 2 && g.kw == 2 && g.dh == 1 && g.dw == 1 && ia == 0 && ib == 2)
+      return pool_2x2<K>(tap(0, 0), tap(1, 0), out, K == PoolKind::max ? code + full_first : nullptr,
+                         K == PoolKind::l2 ? norm + full_first : nullptr, count, rule);
+  }
+  if constexpr (K == PoolKind::max) {
+    Code* c = code + full_first;
+    max_first<S>(tap(ia, 0), out, c, count, g.sw, tap_code(ia, 0));
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j)
+        if (i != ia || j != 0) max_tap<S>(tap(i, j), out, c, count, g.sw, tap_code(i, j));
+  } else if constexpr (K == PoolKind::average) {
+    for (Int o = 0; o < count; ++o) out[o] = T(0);
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j) sum_tap<S>(tap(i, j), out, count, g.sw);
+    const T divisor = static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, 0, g.kw));
+    for (Int o = 0; o < count; ++o) out[o] = out[o] / divisor;
+  } else {
+    for (Int o = 0; o < count; ++o) out[o] = static_cast<T>(rule.eps);
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j) square_tap<S>(tap(i, j), out, count, g.sw);
+    T* n = norm + full_first;
+    for (Int o = 0; o < count; ++o) n[o] = out[o] = std::sqrt(out[o]);
+  }
+}
+
+// One (n, c) plane of backward: adds every output's gradient into dx (row stride lddx,
+// already zero), outputs in row-major order.
+template <PoolKind K, int S, class T>
+void backward_plane(const T* x, Int ldx, const T* dy, Int lddy, const Code* code, Int ldcode, const T* norm,
+                    Int ldnorm, T* dx, Int lddx, const Geometry& g, const Rule& rule, Int out_h, Int out_w,
+                    Int full_first, Int full_end) {
+  if constexpr (K == PoolKind::max) {
+    for (Int oh = 0; oh < out_h; ++oh) {
+      const T* d = dy + oh * lddy;
+      const Code* c = code + oh * ldcode;
+      T* row = dx + oh * g.sh * lddx;
+      for (Int ow = 0; ow < out_w; ++ow)
+        row[code_row(c[ow]) * g.dh * lddx + ow * g.sw + code_col(c[ow]) * g.dw] += d[ow];
+    }
+  } else {
+    constexpr Int chunk = 256;  // outputs per pass over the taps: their gradients on the stack
+    T grad[chunk];
+    for (Int oh = 0; oh < out_h; ++oh) {
+      Int ia, ib;
+      g.rows(oh, ia, ib);
+      const T* d = dy + oh * lddy;
+      const T* nr = K == PoolKind::l2 ? norm + oh * ldnorm : nullptr;
+      const Int first_tap_row = oh * g.sh;
+      const auto one = [&](Int ow) {
+        Int ja, jb;
+        g.cols(ow, ja, jb);
+        for (Int i = ia; i < ib; ++i) {
+          const Int at = (first_tap_row + i * g.dh) * lddx + ow * g.sw;
+          const Int xat = (first_tap_row + i * g.dh) * ldx + ow * g.sw;
+          for (Int j = ja; j < jb; ++j) {
+            if constexpr (K == PoolKind::average)
+              dx[at + j * g.dw] += d[ow] / static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, ja, jb));
+            else
+              dx[at + j * g.dw] += d[ow] / nr[ow] * x[xat + j * g.dw];
+          }
+        }
+      };
+      for (Int ow = 0; ow < full_first; ++ow) one(ow);
+      for (Int ow = full_end; ow < out_w; ++ow) one(ow);
+      const T divisor = static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, 0, g.kw));
+      for (Int o0 = full_first; o0 < full_end; o0 += chunk) {
+        const Int count = o0 + chunk < full_end ? chunk : full_end - o0;
+        for (Int o = 0; o < count; ++o) {
+          if constexpr (K == PoolKind::average)
+            grad[o] = d[o0 + o] / divisor;
+          else
+            grad[o] = d[o0 + o] / nr[o0 + o];
+        }
+        for (Int i = ia; i < ib; ++i) {
+          T* dxr = dx + (first_tap_row + i * g.dh) * lddx + o0 * g.sw;
+          const T* xr = x + (first_tap_row + i * g.dh) * ldx + o0 * g.sw;
+          for (Int j = 0; j < g.kw; ++j) {
+            if constexpr (K == PoolKind::average)
+              add_tap<S>(dxr + j * g.dw, grad, count, g.sw);
+            else
+              add_scaled_tap<S>(dxr + j * g.dw, xr + j * g.dw, grad, count, g.sw);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class V>
+const typename V::value_type* plane(const V& v, Int n, Int c) {
+  return v.data() + n * Int(v.stride(0)) + c * Int(v.stride(1));
+}
+template <class V>
+typename V::value_type* plane_mut(const V& v, Int n, Int c) {
+  return v.data() + n * Int(v.stride(0)) + c * Int(v.stride(1));
+}
+
+// Calls f(std::integral_constant<int, S>) with S the stride when 1 or 2, else 0.
+template <class F>
+void with_stride(Int stride, const F& f) {
+  if (stride == 1) return f(std::integral_constant<int, 1>{});
+  if (stride == 2) return f(std::integral_constant<int, 2>{});
+  return f(std::integral_constant<int, 0>{});
+}
+
+}  // namespace host
+
+}  // namespace tessera::layers::pool_kernels
