@@ -162,13 +162,7 @@ class Staging {
       if (wanted == from.get_desc()) return from;
     }
     const memory inner = scratch(role, wanted);
-    if (const auto planes = plane_transpose::plan(from.get_desc(), wanted)) {
-      stream.wait();  // what the stream ran before may still read inner
-      if (planes_faster(*planes, from, inner, stream)) {
-        plane_transpose::run(*planes, from.get_data_handle(), inner.get_data_handle());
-        return inner;
-      }
-    }
+    if (transposed_here(from, inner, stream)) return inner;
     run(reorder(from.get_desc(), wanted, Write::overwrite), stream, {arg(DNNL_ARG_FROM, from), arg(DNNL_ARG_TO, inner)});
     return inner;
   }
@@ -194,15 +188,7 @@ class Staging {
                        1.0f, write == Write::accumulate ? 1.0f : 0.0f);
       return;
     }
-    if (write == Write::overwrite) {
-      if (const auto planes = plane_transpose::plan(produced.get_desc(), user.get_desc())) {
-        stream.wait();  // the host threads read what the stream wrote
-        if (planes_faster(*planes, produced, user, stream)) {
-          plane_transpose::run(*planes, produced.get_data_handle(), user.get_data_handle());
-          return;
-        }
-      }
-    }
+    if (write == Write::overwrite && transposed_here(produced, user, stream)) return;
     run(reorder(produced.get_desc(), user.get_desc(), write), stream,
         {arg(DNNL_ARG_FROM, produced), arg(DNNL_ARG_TO, user)});
   }
@@ -213,6 +199,19 @@ class Staging {
   static std::optional<widening::Rows> converted_here(const memory::desc& user, const memory::desc& primitive) {
     if (user.data_type() != Dt::bf16 || primitive.data_type() != Dt::f32) return std::nullopt;
     return widening::rows_of(user);
+  }
+
+  // Whether `from` was moved into `to` by plane_transpose: where it has a plan for the pair
+  // of layouts and measured faster than oneDNN's reorder (planes_faster). It waits for the
+  // stream first: the host threads read what the stream wrote, and overwrite what it may
+  // still read.
+  bool transposed_here(const memory& from, const memory& to, dnnl::stream& stream) {
+    const auto planes = plane_transpose::plan(from.get_desc(), to.get_desc());
+    if (!planes) return false;
+    stream.wait();
+    if (!planes_faster(*planes, from, to, stream)) return false;
+    plane_transpose::run(*planes, from.get_data_handle(), to.get_data_handle());
+    return true;
   }
 
   // Whether plane_transpose moves `from` into `to` faster than oneDNN's reorder. Neither wins

@@ -1,13 +1,13 @@
 #pragma once
 // Transposes a matrix of 16-bit values (bf16 bit patterns): the bf16 NCHW <-> NHWC layout
 // change around oneDNN's AMX convolutions, one plane at a time (plane_transpose.hpp), in
-// 16 x 16 blocks through AVX2 registers (four rounds of unpacks). Against oneDNN 2.6's
-// reorder on 2 cores of the AMX Xeon it is up to 1.8x faster (dense 8x32x128x128: 0.66 ms
-// against 0.98 one way, 0.99 against 1.43 back) and up to 2x slower (into 8x64x64x64 with a
-// one-cell halo: 0.79 against 0.39), so the convolution backend times both per pair of
-// layouts and keeps the faster (bench/results/layers-bf16-amx-cpu-2026-11-27.md). Blocks
-// cut by an edge go through a padded copy. Host code, no Kokkos: the caller spreads the
-// planes over threads.
+// 16 x 16 blocks through AVX2 registers (three rounds of unpacks, then a lane join).
+// Against oneDNN 2.6's reorder on 2 cores of the AMX Xeon it is up to 1.8x faster (dense
+// 8x32x128x128: 0.66 ms against 0.98 one way, 0.99 against 1.43 back) and up to 2x slower
+// (into 8x64x64x64 with a one-cell halo: 0.79 against 0.39), so the convolution backend
+// times both per pair of layouts and keeps the faster
+// (bench/results/layers-bf16-amx-cpu-2026-11-27.md). Blocks cut by an edge go through a
+// padded copy. Host code, no Kokkos: the caller spreads the planes over threads.
 
 #include <cstdint>
 
