@@ -34,8 +34,10 @@
 #include "layers/onednn/bf16_widening.hpp"
 #include "layers/onednn/onednn_bf16.hpp"
 #include "layers/conv_backend.hpp"
+#include "layers/onednn/onednn_data_type.hpp"
 #include "layers/onednn/onednn_execute.hpp"
 #include "layers/onednn/plane_transpose.hpp"
+#include "layers/onednn/pointwise_conv.hpp"
 
 namespace tessera::layers {
 namespace {
@@ -45,11 +47,6 @@ using Dt = memory::data_type;
 using Tag = memory::format_tag;
 using onednn::arg;
 using onednn::run;
-
-template <class E>
-constexpr Dt dt_of() {
-  return std::is_same_v<std::remove_const_t<E>, bf16> ? Dt::bf16 : Dt::f32;
-}
 
 memory::desc strided_desc(const Shape4& d, const Index4& s, Dt dt) {
   return memory::desc({d[0], d[1], d[2], d[3]}, dt, {s[0], s[1], s[2], s[3]});
@@ -286,7 +283,7 @@ class UserMemories {
 
   template <class E>
   memory strided(Role role, const Tensor4Ref<E>& t) {
-    const Dt dt = dt_of<E>();
+    const Dt dt = onednn::data_type_of<E>();
     for (const Strided& e : strided_)
       if (e.role == role && e.dt == dt && e.dims == t.dims && e.strides == t.strides) return pointed(e.memory, t.data);
     strided_.push_back({role, dt, t.dims, t.strides, memory(strided_desc(t.dims, t.strides, dt), engine_, as_handle(t.data))});
@@ -356,9 +353,10 @@ class OnednnConv final : public ConvBackend {
   template <class E>
   void run_forward(const ConvGeometry& g, const Tensor4Ref<const E>& x, const E* weight, const E* bias,
                    const Tensor4Ref<E>& y) {
-    Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr, dt_of<E>());
-    expect_output(p, y.dims, "forward");
     staged_dy_.reset();  // the output below may be staged in dy's scratch
+    if (pointwise_.forward(g, x, weight, bias, y, stream_)) return;
+    Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr, onednn::data_type_of<E>());
+    expect_output(p, y.dims, "forward");
     if (!p.forward) p.forward.emplace(p.forward_pd);
     const Problem::Formats& pd = p.forward_md;
     const memory user_y = user_.strided(Role::destination, y);
@@ -377,7 +375,9 @@ class OnednnConv final : public ConvBackend {
   template <class E>
   void run_backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
                          const Tensor4Ref<E>& dx) {
-    Problem& p = problem(g, dx.dims, dy.dims[C], false, dt_of<E>());
+    staged_dy_.reset();
+    if (pointwise_.backward_data(g, dy, weight, dx, stream_)) return;
+    Problem& p = problem(g, dx.dims, dy.dims[C], false, onednn::data_type_of<E>());
     expect_output(p, dy.dims, "backward data");
     p.ensure_data(engine_);
     const Problem::Formats& pd = p.data_md;
@@ -392,7 +392,6 @@ class OnednnConv final : public ConvBackend {
     run(*p.data, stream_, args);
     staging_.deliver(diff_src, user_dx, Write::overwrite, stream_, Role::source);
     stream_.wait();
-    staged_dy_.reset();
     if (diff_dst.get_data_handle() != user_dy.get_data_handle())
       staged_dy_ = StagedDy{dy.data, user_dy.get_desc(), diff_dst};
   }
@@ -400,7 +399,11 @@ class OnednnConv final : public ConvBackend {
   template <class E>
   void run_backward_weights(const ConvGeometry& g, const Tensor4Ref<const E>& x, const Tensor4Ref<const E>& dy,
                             float* dweight, float* dbias) {
-    Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr, dt_of<E>());
+    if (pointwise_.backward_weights(g, x, dy, dweight, dbias, stream_)) {
+      staged_dy_.reset();
+      return;
+    }
+    Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr, onednn::data_type_of<E>());
     expect_output(p, dy.dims, "backward weights");
     p.ensure_weights(engine_);
     const Problem::Formats& pd = p.weights_md;
@@ -455,6 +458,7 @@ class OnednnConv final : public ConvBackend {
   dnnl::stream stream_{engine_};
   Staging staging_{engine_};
   UserMemories user_{engine_};
+  onednn::PointwiseConv pointwise_{engine_};  // 1x1 convolutions on planes: no layout change
   std::vector<Problem> problems_;  // a handful per layer: interior, strips, whole tile
 };
 

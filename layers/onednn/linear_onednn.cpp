@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "layers/linear_backend.hpp"
+#include "layers/onednn/onednn_data_type.hpp"
 #include "layers/onednn/onednn_execute.hpp"
 #include "layers/onednn/bf16_widening.hpp"
 #include "layers/onednn/onednn_bf16.hpp"
@@ -47,11 +48,6 @@ memory::desc batch_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols
 memory::desc matrix_desc(std::int64_t rows, std::int64_t cols, Transpose t, std::int64_t ld, memory::data_type dt) {
   const memory::dims strides = t == Transpose::yes ? memory::dims{1, ld} : memory::dims{ld, 1};
   return memory::desc({rows, cols}, dt, strides);
-}
-
-template <class E>
-constexpr memory::data_type dt_of() {
-  return std::is_same_v<E, bf16> ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
 // c = alpha * from + beta * c by one reorder (the scale and sum of oneDNN's reorder attributes).
@@ -134,7 +130,7 @@ class OnednnLinear final : public LinearBackend {
     if (const auto it = mixed_.find(key); it != mixed_.end()) return it->second;
     using Dt = memory::data_type;
     const memory::desc a_md = matrix_desc(m, k, ta, lda, Dt::bf16), b_md = matrix_desc(k, n, tb, ldb, Dt::bf16);
-    const memory::desc c_md({m, n}, dt_of<Out>(), {ldc, 1});
+    const memory::desc c_md({m, n}, onednn::data_type_of<Out>(), {ldc, 1});
     Mixed p{memory(a_md, engine_, nullptr), memory(b_md, engine_, nullptr), memory(c_md, engine_, nullptr), {}};
     if (onednn_bf16_native())
       p.matmul.emplace(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), scale_and_sum(alpha, beta), engine_));

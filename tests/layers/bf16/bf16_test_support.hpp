@@ -73,6 +73,8 @@ inline std::vector<Bf16Case> bf16_cases() {
       {"conv_k3_pad1", {2, 3, 13, 11}},
       {"conv_k5_stride2_no_bias", {2, 3, 13, 11}},
       {"conv_k3_groups2", {2, 4, 13, 11}},
+      // 1x1: the oneDNN backend's matmul route on bf16 hardware (layers/onednn/pointwise_conv.hpp)
+      {"conv_k1", {2, 3, 13, 11}},
       {"batchnorm", {2, 3, 13, 11}},
       {"batchnorm_stats_all", {2, 3, 13, 11}},
       {"relu", {2, 3, 13, 11}, true},
@@ -89,6 +91,7 @@ inline std::vector<Bf16Case> bf16_cases() {
       // Beyond the main job: the layers of the Le et al. (2012) presets and of decoders.
       {"deconv_k4_stride2_pad1", {2, 3, 7, 6}},
       {"deconv_k3_dilation2_no_bias", {2, 3, 7, 6}},
+      {"deconv_k1_no_bias", {2, 3, 7, 6}},
       {"local_k3_pad1", {2, 3, 13, 11}},
       {"local_k3_stride2_team", {2, 3, 13, 11}},
       {"lcn_k5", {2, 3, 13, 11}},
@@ -124,6 +127,9 @@ std::unique_ptr<Layer<T>> make_case_layer(const std::string& name, const Shape4&
     return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=5,stride=2,pad=2,bias=false"), in[C], seed);
   if (name == "conv_k3_groups2")
     return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=3,pad=1,groups=2"), in[C], seed);
+  if (name == "conv_k1") return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=1"), in[C], seed);
+  if (name == "deconv_k1_no_bias")
+    return std::make_unique<Deconv2d<T>>(Deconv2dOptions::parse("out=4,k=1,bias=false"), in[C], seed);
   if (name == "deconv_k4_stride2_pad1")
     return std::make_unique<Deconv2d<T>>(Deconv2dOptions::parse("out=4,k=4,stride=2,pad=1"), in[C], seed);
   if (name == "deconv_k3_dilation2_no_bias")
