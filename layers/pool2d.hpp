@@ -15,9 +15,10 @@
 // workspace) or its norm (l2). No parameters.
 //
 // bf16 (--precision bf16): the same fp32 arithmetic: forward reads the bf16 window (each tap
-// widened exactly) into an fp32 copy of the output, backward runs on fp32 copies of dy (and
-// of the window, for l2, the one kind whose gradient reads x) and dx; each result is
-// rounded once into bf16 (layers/wide_staging.hpp); the norms stay fp32.
+// widened exactly) into an fp32 copy of the output; backward, on the host, goes plane by
+// plane through per-thread fp32 scratch (layers/pool2d_bf16_backward.hpp), elsewhere on fp32
+// copies of dy (and of the window, for l2, the one kind whose gradient reads x) and dx; each
+// result is rounded once into bf16 (layers/wide_staging.hpp); the norms stay fp32.
 //
 // CUDA builds pool with cuDNN where it computes exactly this (max and average without
 // padding or dilation; layers/pointwise_library.hpp); cuDNN's backward reads forward's
@@ -38,6 +39,7 @@
 #include "layers/pool2d_options.hpp"
 #include "layers/scratch.hpp"
 #include "layers/tensor_ref.hpp"
+#include "layers/pool2d_bf16_backward.hpp"
 #include "layers/wide_staging.hpp"
 #include "layers/windowed.hpp"
 
@@ -125,6 +127,9 @@ class Pool2d final : public Layer<T> {
                                              tensor_ref<T>(dx.local(window)));
           if constexpr (kWide) {
             const auto xs = x.local(window), dys = dy.owned(), dxs = dx.local(window);
+            const auto w = work(saved_output_, saved_output_);
+            if (pool_kernels::takes_bf16_planes(options_, xs, dys, dxs, w))
+              return pool_kernels::backward_bf16_planes(options_, xs, dys, dxs, w, placement(window, shape));
             const auto dyw = wide_.shaped_like(1, dys), dxw = wide_.shaped_like(2, dxs);
             // Only l2's gradient reads x; max and average are handed dxw in its place (same
             // shape, never read as x), so no fp32 copy of the window is made or kept for them.
@@ -133,14 +138,16 @@ class Pool2d final : public Layer<T> {
             if (reads_x) wide_.copy(xs, xw);
             wide_.copy(dys, dyw);
             tessera::fill(dxw, 0.0f);  // the host kernels add into dx
-            pool_kernels::backward(options_, xw, dyw, dxw, work(saved_output_, saved_output_), placement(window, shape));
+            pool_kernels::backward(options_, xw, dyw, dxw, w, placement(window, shape));
             wide_.copy(dxw, dxs);
           } else {
             pool_kernels::backward(options_, x.local(window), dy.owned(), dx.local(window),
                                    work(saved_output_, saved_output_), placement(window, shape));
           }
         },
-        [] {});
+        [] {},
+        // bf16 assigns every cell of the window (rounded from fp32 scratch); fp32's kernels add.
+        kWide ? Windowed<T>::Overwrites::every_cell : Windowed<T>::Overwrites::add_into_zeroed);
   }
 
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "tests/layers/support/layer_step.hpp"
 #include "tests/layers/support/non_finite.hpp"
 #include "layers/pointwise_library.hpp"
+#include "layers/pool2d_bf16_backward.hpp"
 #include "pool_reference.hpp"
 #include "pool_test_support.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
@@ -146,6 +148,47 @@ TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy)
         ASSERT_EQ(read16.norms.data()[i], copy32.norms.data()[i]) << "norm " << i;
       }
     }
+  }
+}
+
+// bf16 backward plane by plane in fp32 scratch (layers/pool2d_bf16_backward.hpp) writes the
+// same bits as the host kernel on fp32 copies of dy and x into a zeroed fp32 dx, rounded
+// once: every configuration, the whole output and a sub-box (whose window starts inside
+// the image), every cell of dx written (it starts as garbage).
+TEST_P(PoolAgainstReference, Bf16BackwardPlaneByPlaneEqualsTheKernelOnFp32Copies) {
+  const PoolCase& c = GetParam();
+  const Pool2dOptions options = c.options();
+  const Pool2d<float> pool(options);
+  for (const Box& out : whole_and_part(pool, c.input)) {
+    const Box window = pool.input_window(out, c.input);
+    const Shape4 ws = window.shape(), os = out.shape();
+    const auto bf16_and_fp32 = [](const Shape4& s, std::uint32_t seed) {
+      const HostArray<float> random = random_array(s, seed);
+      std::pair<HostArray<bf16>, HostArray<float>> both{HostArray<bf16>("v16", s[N], s[C], s[H], s[W]),
+                                                        HostArray<float>("v32", s[N], s[C], s[H], s[W])};
+      for (std::size_t i = 0; i < random.size(); ++i) {
+        both.first.data()[i] = bf16(random.data()[i]);
+        both.second.data()[i] = float(both.first.data()[i]);
+      }
+      return both;
+    };
+    const auto [x16, x32] = bf16_and_fp32(ws, 31);
+    const auto [dy16, dy32] = bf16_and_fp32(os, 32);
+    const pool_kernels::Placement at{window.lo[H], window.lo[W], c.input[H], c.input[W]};
+    HostArray<float> y("y", os[N], os[C], os[H], os[W]), norms("norms", os[N], os[C], os[H], os[W]);
+    const Codes codes("codes", os[N], os[C], os[H], os[W]);
+    const pool_kernels::Work<Codes, HostArray<float>> work{codes, norms};
+    pool_kernels::forward(options, x32, y, work, at);
+    HostArray<float> dx32("dx32", ws[N], ws[C], ws[H], ws[W]);  // zero: the host kernel adds
+    pool_kernels::backward(options, x32, dy32, dx32, work, at);
+    HostArray<bf16> dx16("dx16", ws[N], ws[C], ws[H], ws[W]);
+    for (std::size_t i = 0; i < dx16.size(); ++i) dx16.data()[i] = bf16(7.0f);
+    ASSERT_TRUE(pool_kernels::takes_bf16_planes(options, x16, dy16, dx16, work));
+    pool_kernels::backward_bf16_planes(options, x16, dy16, dx16, work, at);
+    Kokkos::fence();
+    SCOPED_TRACE(c.name + (out.lo[H] == 0 ? " whole output" : " sub-box"));
+    for (std::size_t i = 0; i < dx16.size(); ++i)
+      ASSERT_EQ(dx16.data()[i].bits, bf16(dx32.data()[i]).bits) << "dx " << i;
   }
 }
 
