@@ -5,7 +5,7 @@
 // LocallyConnected2d, whose every output position has its own small filter bank, uses
 // gemm_batched() (one call for all positions of a tile). Pointers are in the build's
 // Kokkos memory space; matrices are dense row-major. fp32, and bf16 operands with fp32
-// sums (gemm_bf16) for --precision bf16, like ConvBackend.
+// sums (gemm_bf16, gemm_batched_bf16) for --precision bf16, like ConvBackend.
 
 #include <cstdint>
 #include <memory>
@@ -48,6 +48,12 @@ class LinearBackend {
                          std::int64_t, const bf16*, std::int64_t, float, bf16*, std::int64_t) {
     no_bf16();
   }
+  // gemm_batched with bf16 a and b, products summed in fp32, c in fp32.
+  virtual void gemm_batched_bf16(Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float, const bf16*,
+                                 std::int64_t, std::int64_t, const bf16*, std::int64_t, std::int64_t, float, float*,
+                                 std::int64_t, std::int64_t, std::int64_t) {
+    no_bf16();
+  }
 
  private:
   [[noreturn]] static void no_bf16() { throw std::logic_error("GEMM backend: a bf16 call although runs_bf16() is false"); }
@@ -60,6 +66,17 @@ void gemm_of(LinearBackend& backend, Transpose ta, Transpose tb, std::int64_t m,
              std::int64_t ldc) {
   if constexpr (std::is_same_v<T, bf16>) backend.gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else backend.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// The same for the batched GEMM, c in fp32.
+template <class T>
+void gemm_batched_of(LinearBackend& backend, Transpose ta, Transpose tb, std::int64_t m, std::int64_t n,
+                     std::int64_t k, float alpha, const T* a, std::int64_t lda, std::int64_t stride_a, const T* b,
+                     std::int64_t ldb, std::int64_t stride_b, float beta, float* c, std::int64_t ldc,
+                     std::int64_t stride_c, std::int64_t batch) {
+  if constexpr (std::is_same_v<T, bf16>)
+    backend.gemm_batched_bf16(ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+  else backend.gemm_batched(ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
 }
 
 // Throws std::invalid_argument naming `layer` when T is bf16 and the backend has no bf16 GEMM.

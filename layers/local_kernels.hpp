@@ -11,9 +11,10 @@
 //   products (P, N, K)               the gemm engine's per-position outputs (or dy packed).
 // P counts the positions of the box a call works on, row-major (p = i*bw + j).
 //
-// Element types: the workspaces (columns, products) and the gradients of weight and bias
-// are fp32 (`Vector`) for every model; x, y, dy, dx, the weight and the bias are the
-// model's T (float or bf16, read as float). Kernels that add into their output tap by tap
+// Element types: x, y, dy, dx, the weight and the bias are the model's T (float or bf16,
+// read as float); the gradients of weight and bias are fp32 for every model. The
+// workspaces hold what the GEMMs read in T (patches, dy packed) and what they write in fp32
+// (products, column gradients). Kernels that add into their output tap by tap
 // (the two backward-data kernels) are handed an fp32 output: a bf16 layer stages dx in
 // fp32 and rounds it once (layers/wide_staging.hpp).
 //
@@ -67,25 +68,26 @@ KOKKOS_INLINE_FUNCTION bool reads(Int cell, Int tap, Int stride, Int outputs, In
 
 // columns(p, n, (c, r, s)) = x(n, c, i*sh + r, j*sw + s) for the bh x bw outputs of a box:
 // one iteration per row of kw taps (contiguous in x and in columns).
-template <class X>
+template <class X, class E>
 struct GatherColumns {
   X x;
-  float* columns;
+  E* columns;
   Geometry g;
   Int samples, bw;
   KOKKOS_INLINE_FUNCTION void operator()(const Int row) const {  // row = ((p * samples + n) * channels + c) * kh + r
     const Int r = row % g.kh, c = (row / g.kh) % g.channels, n = (row / (g.kh * g.channels)) % samples;
     const Int p = row / (g.kh * g.channels * samples), i = p / bw, j = p % bw;
-    float* taps = columns + row * g.kw;
+    E* taps = columns + row * g.kw;
     for (Int s = 0; s < g.kw; ++s) taps[s] = x(n, c, i * g.sh + r, j * g.sw + s);
   }
 };
 
-template <class X>
-void gather_columns(const X& x, const Vector& columns, const Geometry& g, Int samples, Int bh, Int bw) {
+// `columns`: E is x's element type (the GEMMs read the patches as x holds them).
+template <class X, class E>
+void gather_columns(const X& x, E* columns, const Geometry& g, Int samples, Int bh, Int bw) {
   Kokkos::parallel_for(kernel_label("tessera::local::gather_columns"),
                        Range(exec(), 0, bh * bw * samples * g.channels * g.kh),
-                       GatherColumns<X>{x, columns.data(), g, samples, bw});
+                       GatherColumns<X, E>{x, columns, g, samples, bw});
 }
 
 // y(n, k, i, j) = products(p, n, k) + bias(position, k); `bias` may be empty (no bias).
@@ -105,27 +107,27 @@ struct WriteOutputs {
 };
 
 template <class Bias, class Y>
-void write_outputs(const Vector& products, const Bias& bias, const Y& y, const Geometry& g, const SliceOffset& at) {
+void write_outputs(const float* products, const Bias& bias, const Y& y, const Geometry& g, const SliceOffset& at) {
   const Int samples = Int(y.extent(0)), bw = Int(y.extent(3));
   for_each_cell("tessera::local::write_outputs", y,
-                WriteOutputs<Bias, Y>{products.data(), bias, y, g, at, samples, bw, bias.extent(0) > 0});
+                WriteOutputs<Bias, Y>{products, bias, y, g, at, samples, bw, bias.extent(0) > 0});
 }
 
 // products(p, n, k) = dy(n, k, i, j): the output gradient as the batched GEMMs read it.
-template <class Dy>
+template <class Dy, class E>
 struct PackGradient {
   Dy dy;
-  float* products;
+  E* products;
   Int out, samples, bw;
   KOKKOS_INLINE_FUNCTION void operator()(const Int n, const Int k, const Int i, const Int j) const {
     products[((i * bw + j) * samples + n) * out + k] = dy(n, k, i, j);
   }
 };
 
-template <class Dy>
-void pack_gradient(const Dy& dy, const Vector& products, const Geometry& g) {
+template <class Dy, class E>
+void pack_gradient(const Dy& dy, E* products, const Geometry& g) {
   for_each_cell("tessera::local::pack_gradient", dy,
-                PackGradient<Dy>{dy, products.data(), g.out, Int(dy.extent(0)), Int(dy.extent(3))});
+                PackGradient<Dy, E>{dy, products, g.out, Int(dy.extent(0)), Int(dy.extent(3))});
 }
 
 // dx(n, c, ih, iw) = the sum of the column gradients of every (output, tap) that read the
@@ -153,27 +155,11 @@ struct ScatterColumns {
 };
 
 template <class Dx>
-void scatter_columns(const Vector& columns, const Dx& dx, const Geometry& g, Int rows, Int cols) {
+void scatter_columns(const float* columns, const Dx& dx, const Geometry& g, Int rows, Int cols) {
   const Int samples = Int(dx.extent(0)), width = Int(dx.extent(3));
   Kokkos::parallel_for(kernel_label("tessera::local::scatter_columns"),
                        Cells3(exec(), {0, 0, 0}, {samples, g.channels, Int(dx.extent(2))}),
-                       ScatterColumns<Dx>{columns.data(), dx, g, rows, cols, samples, width});
-}
-
-// to(i) = from(offset + i) for i < count, widened to fp32 (exact for bf16): a bf16 layer's
-// weights as the fp32 GEMMs read them.
-template <class From>
-struct Widen {
-  From from;
-  Int offset;
-  float* to;
-  KOKKOS_INLINE_FUNCTION void operator()(const Int i) const { to[i] = float(from(offset + i)); }
-};
-
-template <class From>
-void widen(const From& from, Int offset, Int count, const Vector& to) {
-  Kokkos::parallel_for(kernel_label("tessera::local::widen"), Range(exec(), 0, count),
-                       Widen<From>{from, offset, to.data()});
+                       ScatterColumns<Dx>{columns, dx, g, rows, cols, samples, width});
 }
 
 // ---- the team engine: Kokkos kernels read the window directly, no patch buffer -----------

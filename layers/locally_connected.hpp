@@ -21,13 +21,12 @@
 //
 // T: float, or bf16 (--precision bf16): x, y, dx, dy, the weight and the bias in bf16, the
 // weight and bias gradients in fp32 (Parameter). Every sum is fp32. The gemm engine's
-// workspaces are fp32 in both precisions (patches and dy widened exactly), so its GEMMs are
-// the fp32 ones on the bf16 values: the batched bf16 matmul oneDNN 2.x offers exists only
-// from AVX512 up, and an fp32 workspace costs no more than the fp32 layer's. A bf16 layer's
-// weights are widened for the GEMMs a row of slice positions at a time (a small buffer,
-// not a second copy of the slice, which for cots-11b would be gigabytes). Both
-// backward-data kernels add tap by tap into dx: a bf16 dx is staged in fp32 and rounded
-// once (layers/wide_staging.hpp).
+// GEMMs read bf16 (the weights in place, the patches and dy packed in bf16) and write fp32
+// (gemm_batched_bf16: oneDNN's bf16 matmul where the CPU has bf16 kernels, which widens to
+// fp32 itself elsewhere; cuBLAS's strided batched GemmEx). Each workspace is one buffer that
+// holds either; the bf16 layer's is no larger than the fp32 layer's. Both backward-data
+// kernels add tap by tap into dx: a bf16 dx is staged in fp32 and rounded once
+// (layers/wide_staging.hpp).
 
 #include <Kokkos_Core.hpp>
 
@@ -55,7 +54,7 @@ namespace tessera::layers {
 template <class T>
 class LocallyConnected2d final : public Layer<T> {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>, "LocallyConnected2d: fp32 or bf16");
-  static constexpr bool kWide = std::is_same_v<T, bf16>;  // GEMMs on widened weights, dx staged in fp32
+  static constexpr bool kWide = std::is_same_v<T, bf16>;  // dx staged in fp32
 
  public:
   // input: the global (N, C, H, W) the layer is made for — its weights depend on the output
@@ -66,7 +65,10 @@ class LocallyConnected2d final : public Layer<T> {
     options_.validate();
     if (input_[C] < 1) throw std::invalid_argument(name() + ": the input needs at least one channel");
     output_ = output_shape(input_);
-    if (options_.engine == LocalEngine::gemm) backend_ = make_linear_backend();
+    if (options_.engine == LocalEngine::gemm) {
+      backend_ = make_linear_backend();
+      require_gemm_precision<T>(*backend_, name());
+    }
   }
 
   std::string kind() const override { return "local"; }
@@ -210,17 +212,8 @@ class LocallyConnected2d final : public Layer<T> {
 
   typename Parameter<T>::View bias_values() const { return bias_ ? bias_->value : typename Parameter<T>::View(); }
 
-  // The weights of slice positions [first, first + count) as the fp32 GEMMs read them: in
-  // place in fp32; widened (exactly) into a workspace in bf16.
-  const float* gemm_weights(std::int64_t first, std::int64_t count) {
-    const std::int64_t matrix = geometry().matrix();
-    if constexpr (!kWide) {
-      return weight_->value.data() + first * matrix;
-    } else {
-      local::widen(weight_->value, first * matrix, count * matrix, grow(wide_weights_, count * matrix));
-      return wide_weights_.data();
-    }
-  }
+  // The weights of slice positions from `first` on, as the GEMMs read them (in place).
+  const T* gemm_weights(std::int64_t first) const { return weight_->value.data() + first * geometry().matrix(); }
 
   // write(out) on `out` itself in fp32; in bf16 on an fp32 copy of its shape, rounded into
   // `out` once (the backward-data kernels add into their output tap by tap).
@@ -259,18 +252,17 @@ class LocallyConnected2d final : public Layer<T> {
     }
     const Box owned = dy.owned_box();
     const std::int64_t samples = owned.extent(N), positions = owned.extent(H) * owned.extent(W);
-    // columns(p) (N x C*kh*kw) = products(p) (N x K) * weight(p) (K x C*kh*kw): one batch
-    // for every position, or a row of positions per batch where the weights are widened.
-    local::pack_gradient(dy.owned(), grow(products_, positions * samples * g.out), g);
-    grow(columns_, positions * samples * g.taps());
-    const std::int64_t batch = kWide ? owned.extent(W) : positions;
-    for (std::int64_t first = 0; first < positions; first += batch)
-      backend_->gemm_batched(Transpose::no, Transpose::no, samples, g.taps(), g.out, 1.0f,
-                             products_.data() + first * samples * g.out, g.out, samples * g.out,
-                             gemm_weights(first, batch), g.taps(), g.matrix(), 0.0f,
-                             columns_.data() + first * samples * g.taps(), g.taps(), samples * g.taps(), batch);
-    in_fp32(dx.local(window),
-            [&](const auto& out) { local::scatter_columns(columns_, out, g, owned.extent(H), owned.extent(W)); });
+    // columns(p) (N x C*kh*kw) = products(p) (N x K) * weight(p) (K x C*kh*kw), one batch
+    // for every position: dy packed in T into the products workspace, fp32 column gradients.
+    T* const packed = as<T>(grow(products_, positions * samples * g.out));
+    local::pack_gradient(dy.owned(), packed, g);
+    float* const columns = as<float>(grow(columns_, positions * samples * g.taps()));
+    gemm_batched_of<T>(*backend_, Transpose::no, Transpose::no, samples, g.taps(), g.out, 1.0f, packed, g.out,
+                       samples * g.out, gemm_weights(0), g.taps(), g.matrix(), 0.0f, columns, g.taps(),
+                       samples * g.taps(), positions);
+    in_fp32(dx.local(window), [&](const auto& out) {
+      local::scatter_columns(columns, out, g, owned.extent(H), owned.extent(W));
+    });
   }
 
   // Adds dW (and db) of the positions of dy's owned box from x's window (present: x went
@@ -283,22 +275,29 @@ class LocallyConnected2d final : public Layer<T> {
     if (options_.engine == LocalEngine::team) {
       local::backward_weights_direct(xs, dy.owned(), weight_->grad, g);
     } else {
-      if (!packed) local::pack_gradient(dy.owned(), grow(products_, positions * samples * g.out), g);
+      T* const dy_packed = as<T>(grow(products_, positions * samples * g.out));
+      if (!packed) local::pack_gradient(dy.owned(), dy_packed, g);
       // dweight(p) (K x C*kh*kw) += products(p)^T (K x N) * columns(p) (N x C*kh*kw)
-      local::gather_columns(xs, grow(columns_, positions * samples * g.taps()), g, samples, owned.extent(H),
-                            owned.extent(W));
-      backend_->gemm_batched(Transpose::yes, Transpose::no, g.out, g.taps(), samples, 1.0f, products_.data(), g.out,
-                             samples * g.out, columns_.data(), g.taps(), samples * g.taps(), 1.0f,
-                             weight_->grad.data(), g.taps(), g.matrix(), positions);
+      T* const columns = as<T>(grow(columns_, positions * samples * g.taps()));
+      local::gather_columns(xs, columns, g, samples, owned.extent(H), owned.extent(W));
+      gemm_batched_of<T>(*backend_, Transpose::yes, Transpose::no, g.out, g.taps(), samples, 1.0f, dy_packed, g.out,
+                         samples * g.out, columns, g.taps(), samples * g.taps(), 1.0f, weight_->grad.data(), g.taps(),
+                         g.matrix(), positions);
     }
     if (bias_) local::bias_gradient(dy.owned(), bias_->grad, g);
   }
 
-  // A workspace of at least `size` elements (reallocated only to grow).
+  // A workspace of at least `size` elements of up to four bytes (reallocated only to grow).
   static local::Vector& grow(local::Vector& v, std::int64_t size) {
     if (static_cast<std::int64_t>(v.extent(0)) < size)
       v = local::Vector(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::local::workspace"), size);
     return v;
+  }
+  // A workspace's buffer as elements of E: it holds what a GEMM reads (T) or writes (fp32).
+  template <class E>
+  static E* as(const local::Vector& v) {
+    static_assert(sizeof(E) <= sizeof(float) && alignof(E) <= alignof(float));
+    return reinterpret_cast<E*>(v.data());
   }
 
   // One box of outputs (all of the slice, an interior or a border strip): gather the
@@ -309,19 +308,18 @@ class LocallyConnected2d final : public Layer<T> {
   void forward_gemm(const X& xs, const Y& ys, const local::SliceOffset& at) {
     const local::Geometry g = geometry();
     const std::int64_t samples = ys.extent(0), bh = ys.extent(2), bw = ys.extent(3);
-    local::gather_columns(xs, grow(columns_, bh * bw * samples * g.taps()), g, samples, bh, bw);
-    grow(products_, bh * bw * samples * g.out);
-    // Widened weights go a row at a time (gemm_weights).
-    const bool whole_rows = bw == at.width && !kWide;
+    T* const columns = as<T>(grow(columns_, bh * bw * samples * g.taps()));
+    local::gather_columns(xs, columns, g, samples, bh, bw);
+    float* const products = as<float>(grow(products_, bh * bw * samples * g.out));
+    const bool whole_rows = bw == at.width;
     for (std::int64_t i = 0; i < (whole_rows ? 1 : bh); ++i) {
       const std::int64_t first = i * bw;  // the batch's first position in the box
-      backend_->gemm_batched(Transpose::no, Transpose::yes, samples, g.out, g.taps(), 1.0f,
-                             columns_.data() + first * samples * g.taps(), g.taps(), samples * g.taps(),
-                             gemm_weights(at.position(i, 0), whole_rows ? bh * bw : bw), g.taps(), g.matrix(), 0.0f,
-                             products_.data() + first * samples * g.out, g.out, samples * g.out,
-                             whole_rows ? bh * bw : bw);
+      gemm_batched_of<T>(*backend_, Transpose::no, Transpose::yes, samples, g.out, g.taps(), 1.0f,
+                         columns + first * samples * g.taps(), g.taps(), samples * g.taps(),
+                         gemm_weights(at.position(i, 0)), g.taps(), g.matrix(), 0.0f,
+                         products + first * samples * g.out, g.out, samples * g.out, whole_rows ? bh * bw : bw);
     }
-    local::write_outputs(products_, bias_values(), ys, g, at);
+    local::write_outputs(products, bias_values(), ys, g, at);
   }
 
   LocalOptions options_;
@@ -330,8 +328,7 @@ class LocallyConnected2d final : public Layer<T> {
   Box slice_;  // the output rows and columns this rank holds the weights of
   std::optional<Parameter<T>> weight_, bias_;
   std::unique_ptr<LinearBackend> backend_;  // the gemm engine's library
-  local::Vector columns_, products_;        // the gemm engine's workspaces (fp32 in both precisions)
-  local::Vector wide_weights_;              // bf16: a row of positions' weights, widened
+  local::Vector columns_, products_;        // the gemm engine's workspaces (as<T> or as<float>)
   WideStaging<local::Space> wide_;          // bf16: dx in fp32 while backward-data adds into it
   Windowed<T> windowed_;
   std::optional<Tensor<T>> saved_x_;

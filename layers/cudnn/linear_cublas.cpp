@@ -4,10 +4,10 @@
 // C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T, i.e. the operands
 // swap places. Pedantic math (no TF32), so every grid agrees with the one-rank result to
 // fp32 rounding.
-// bf16 (--precision bf16): cublasGemmEx with bf16 A and B, C in fp32 or bf16, compute type
-// CUBLAS_COMPUTE_32F — products of bf16 operands are exact in fp32 and summed in fp32 —
-// on a second handle whose default math lets the tensor cores take them (TF32 only ever
-// applies to fp32 operands, which stay on the pedantic handle).
+// bf16 (--precision bf16): cublasGemmEx (and its strided batched form) with bf16 A and B,
+// C in fp32 or bf16, compute type CUBLAS_COMPUTE_32F — products of bf16 operands are exact
+// in fp32 and summed in fp32 — on a second handle whose default math lets the tensor cores
+// take them (TF32 only ever applies to fp32 operands, which stay on the pedantic handle).
 
 #include <cublas_v2.h>
 
@@ -81,6 +81,19 @@ class CublasLinear final : public LinearBackend {
   void gemm_bf16(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const bf16* a,
                  std::int64_t lda, const bf16* b, std::int64_t ldb, float beta, bf16* c, std::int64_t ldc) override {
     gemm_ex(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, CUDA_R_16BF, ldc);
+  }
+
+  void gemm_batched_bf16(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                         const bf16* a, std::int64_t lda, std::int64_t stride_a, const bf16* b, std::int64_t ldb,
+                         std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
+                         std::int64_t batch) override {
+    if (m == 0 || n == 0 || batch == 0) return;
+    check(cublasSetStream(bf16_handle_, held_instance<Kokkos::DefaultExecutionSpace>().cuda_stream()), "set stream");
+    check(cublasGemmStridedBatchedEx(bf16_handle_, op(tb), op(ta), as_int(n), as_int(m), as_int(k), &alpha, b,
+                                     CUDA_R_16BF, as_int(ldb), stride_b, a, CUDA_R_16BF, as_int(lda), stride_a, &beta,
+                                     c, CUDA_R_32F, as_int(ldc), stride_c, as_int(batch), CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT),
+          "bf16 gemm strided batched");
   }
 
  private:

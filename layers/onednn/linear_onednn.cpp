@@ -1,12 +1,13 @@
 // LinearBackend on oneDNN (host memory: the CPU build's Kokkos space): sgemm for one
 // product; a batched matmul primitive for many, created per problem shape and cached (the
-// locally connected layer asks for the same few shapes every step).
+// locally connected layer asks for the same few shapes every step), fp32 or bf16 operands.
 //
-// bf16 (gemm_bf16): a matmul primitive with bf16 sources and an fp32 or bf16 destination
-// where oneDNN has bf16 kernels for this CPU (onednn_bf16_native()); elsewhere the bf16
-// operands are widened to fp32 scratch (bf16_widening.hpp), sgemm runs, and a bf16 result
-// is rounded once on the way out. Either way products are summed in fp32. Primitives and memory objects are
-// made on a shape's first call and kept, like the batched ones.
+// bf16 (gemm_bf16, gemm_batched_bf16): a matmul primitive with bf16 sources and an fp32 (or,
+// for gemm_bf16, bf16) destination where oneDNN has bf16 kernels for this CPU
+// (onednn_bf16_native()); elsewhere the bf16 operands are widened to fp32 scratch
+// (bf16_widening.hpp), the fp32 GEMM runs, and a bf16 result is rounded once on the way
+// out. Either way products are summed in fp32. Primitives and memory objects are made on a
+// shape's first call and kept.
 
 #include <dnnl.hpp>
 
@@ -31,17 +32,25 @@ namespace {
 
 using dnnl::memory;
 
-// Everything that defines one batched problem besides the pointers.
-using BatchedKey = std::array<std::int64_t, 14>;
+// Everything that defines one batched problem besides the pointers (the last: bf16 operands).
+using BatchedKey = std::array<std::int64_t, 15>;
 
 std::int64_t bits(float v) { return std::bit_cast<std::uint32_t>(v); }
 
 // A row-major (rows x cols) operand of a batch, read transposed when `t` says so: the
 // transpose is only a swap of strides, so no copy is made.
 memory::desc batch_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols, Transpose t, std::int64_t ld,
-                        std::int64_t stride) {
+                        std::int64_t stride, memory::data_type dt) {
   const memory::dims strides = t == Transpose::yes ? memory::dims{stride, 1, ld} : memory::dims{stride, ld, 1};
-  return memory::desc({batch, rows, cols}, memory::data_type::f32, strides);
+  return memory::desc({batch, rows, cols}, dt, strides);
+}
+
+// The elements one operand of a strided batch spans: op(x) is rows x cols, stored transposed
+// when `t` says so, with row stride ld; `batch` of them `stride` apart.
+std::int64_t batch_span(std::int64_t batch, std::int64_t rows, std::int64_t cols, Transpose t, std::int64_t ld,
+                        std::int64_t stride) {
+  const std::int64_t stored_rows = t == Transpose::yes ? cols : rows, stored_cols = t == Transpose::yes ? rows : cols;
+  return (batch - 1) * stride + (stored_rows - 1) * ld + stored_cols;
 }
 
 // op(X) of a rows x cols product operand stored row-major with row stride ld.
@@ -89,28 +98,25 @@ class OnednnLinear final : public LinearBackend {
                     const float* a, std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb,
                     std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
                     std::int64_t batch) override {
+    batched(ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+  }
+
+  void gemm_batched_bf16(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                         const bf16* a, std::int64_t lda, std::int64_t stride_a, const bf16* b, std::int64_t ldb,
+                         std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
+                         std::int64_t batch) override {
     if (m == 0 || n == 0 || batch == 0) return;
-    const BatchedKey key{ta == Transpose::yes, tb == Transpose::yes, m, n, k, lda, stride_a, ldb, stride_b, ldc,
-                         stride_c, batch, bits(alpha), bits(beta)};
-    auto it = batched_.find(key);
-    if (it == batched_.end()) {
-      const memory::desc a_md = batch_desc(batch, m, k, ta, lda, stride_a);
-      const memory::desc b_md = batch_desc(batch, k, n, tb, ldb, stride_b);
-      const memory::desc c_md = batch_desc(batch, m, n, Transpose::no, ldc, stride_c);
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), scale_and_sum(alpha, beta), engine_);
-      it = batched_.emplace(key, Batched{dnnl::matmul(pd), memory(a_md, engine_, nullptr), memory(b_md, engine_, nullptr),
-                                         memory(c_md, engine_, nullptr)})
-               .first;
-    }
-    // The problem's memory objects, pointed at this call's operands: nothing is allocated
-    // after a shape's first call.
-    const Batched& p = it->second;
-    p.a.set_data_handle(const_cast<float*>(a));
-    p.b.set_data_handle(const_cast<float*>(b));
-    p.c.set_data_handle(c);
-    onednn::run(p.matmul, stream_,
-                {onednn::arg(DNNL_ARG_SRC, p.a), onednn::arg(DNNL_ARG_WEIGHTS, p.b), onednn::arg(DNNL_ARG_DST, p.c)});
-    stream_.wait();
+    if (onednn_bf16_native())
+      return batched(ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+    // No bf16 kernels here: widen the spans of a and b as stored into fp32 scratch (the
+    // strides stay), then the fp32 batch.
+    const std::int64_t a_span = batch_span(batch, m, k, ta, lda, stride_a), b_span = batch_span(batch, k, n, tb, ldb, stride_b);
+    grow(a_f32_, a_span);
+    grow(b_f32_, b_span);
+    widening::widen(widening::matrix_rows(1, a_span, a_span), a, a_f32_.data());
+    widening::widen(widening::matrix_rows(1, b_span, b_span), b, b_f32_.data());
+    batched(ta, tb, m, n, k, alpha, static_cast<const float*>(a_f32_.data()), lda, stride_a,
+            static_cast<const float*>(b_f32_.data()), ldb, stride_b, beta, c, ldc, stride_c, batch);
   }
 
  private:
@@ -184,6 +190,37 @@ class OnednnLinear final : public LinearBackend {
     dnnl::matmul matmul;
     memory a, b, c;  // pointed at each call's operands
   };
+
+  // c = alpha * op(a) op(b) + beta * c for a strided batch, a and b in E (fp32 or bf16),
+  // c in fp32, by one matmul primitive kept per problem.
+  template <class E>
+  void batched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const E* a,
+               std::int64_t lda, std::int64_t stride_a, const E* b, std::int64_t ldb, std::int64_t stride_b, float beta,
+               float* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) {
+    if (m == 0 || n == 0 || batch == 0) return;
+    const BatchedKey key{ta == Transpose::yes, tb == Transpose::yes, m, n, k, lda, stride_a, ldb, stride_b, ldc,
+                         stride_c, batch, bits(alpha), bits(beta), std::is_same_v<E, bf16>};
+    auto it = batched_.find(key);
+    if (it == batched_.end()) {
+      constexpr memory::data_type dt = onednn::data_type_of<E>();
+      const memory::desc a_md = batch_desc(batch, m, k, ta, lda, stride_a, dt);
+      const memory::desc b_md = batch_desc(batch, k, n, tb, ldb, stride_b, dt);
+      const memory::desc c_md = batch_desc(batch, m, n, Transpose::no, ldc, stride_c, memory::data_type::f32);
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), scale_and_sum(alpha, beta), engine_);
+      it = batched_.emplace(key, Batched{dnnl::matmul(pd), memory(a_md, engine_, nullptr), memory(b_md, engine_, nullptr),
+                                         memory(c_md, engine_, nullptr)})
+               .first;
+    }
+    // The problem's memory objects, pointed at this call's operands: nothing is allocated
+    // after a shape's first call.
+    const Batched& p = it->second;
+    p.a.set_data_handle(const_cast<E*>(a));
+    p.b.set_data_handle(const_cast<E*>(b));
+    p.c.set_data_handle(c);
+    onednn::run(p.matmul, stream_,
+                {onednn::arg(DNNL_ARG_SRC, p.a), onednn::arg(DNNL_ARG_WEIGHTS, p.b), onednn::arg(DNNL_ARG_DST, p.c)});
+    stream_.wait();
+  }
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
