@@ -16,6 +16,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "distarray/held_instance.hpp"
 #include "layers/cudnn/device_bf16.hpp"
@@ -64,12 +65,7 @@ class CublasLinear final : public LinearBackend {
                     const float* a, std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb,
                     std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
                     std::int64_t batch) override {
-    if (m == 0 || n == 0 || batch == 0) return;
-    check(cublasSetStream(handle_, held_instance<Kokkos::DefaultExecutionSpace>().cuda_stream()), "set stream");
-    check(cublasSgemmStridedBatched(handle_, op(tb), op(ta), as_int(n), as_int(m), as_int(k), &alpha, b, as_int(ldb),
-                                    stride_b, a, as_int(lda), stride_a, &beta, c, as_int(ldc), stride_c,
-                                    as_int(batch)),
-          "sgemm strided batched");
+    strided_batched(ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
   }
 
   bool runs_bf16() const override { return cudnn::device_runs_bf16(); }
@@ -87,16 +83,34 @@ class CublasLinear final : public LinearBackend {
                          const bf16* a, std::int64_t lda, std::int64_t stride_a, const bf16* b, std::int64_t ldb,
                          std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
                          std::int64_t batch) override {
-    if (m == 0 || n == 0 || batch == 0) return;
-    check(cublasSetStream(bf16_handle_, held_instance<Kokkos::DefaultExecutionSpace>().cuda_stream()), "set stream");
-    check(cublasGemmStridedBatchedEx(bf16_handle_, op(tb), op(ta), as_int(n), as_int(m), as_int(k), &alpha, b,
-                                     CUDA_R_16BF, as_int(ldb), stride_b, a, CUDA_R_16BF, as_int(lda), stride_a, &beta,
-                                     c, CUDA_R_32F, as_int(ldc), stride_c, as_int(batch), CUBLAS_COMPUTE_32F,
-                                     CUBLAS_GEMM_DEFAULT),
-          "bf16 gemm strided batched");
+    strided_batched(ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
   }
 
  private:
+  // The strided batch, C in fp32: fp32 operands by sgemm on the pedantic handle, bf16 ones
+  // by GemmEx with fp32 compute on the bf16 handle.
+  template <class E>
+  void strided_batched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                       const E* a, std::int64_t lda, std::int64_t stride_a, const E* b, std::int64_t ldb,
+                       std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
+                       std::int64_t batch) {
+    if (m == 0 || n == 0 || batch == 0) return;
+    constexpr bool in_bf16 = std::is_same_v<E, bf16>;
+    cublasHandle_t handle = in_bf16 ? bf16_handle_ : handle_;
+    check(cublasSetStream(handle, held_instance<Kokkos::DefaultExecutionSpace>().cuda_stream()), "set stream");
+    if constexpr (in_bf16)
+      check(cublasGemmStridedBatchedEx(handle, op(tb), op(ta), as_int(n), as_int(m), as_int(k), &alpha, b, CUDA_R_16BF,
+                                       as_int(ldb), stride_b, a, CUDA_R_16BF, as_int(lda), stride_a, &beta, c,
+                                       CUDA_R_32F, as_int(ldc), stride_c, as_int(batch), CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT),
+            "bf16 gemm strided batched");
+    else
+      check(cublasSgemmStridedBatched(handle, op(tb), op(ta), as_int(n), as_int(m), as_int(k), &alpha, b, as_int(ldb),
+                                      stride_b, a, as_int(lda), stride_a, &beta, c, as_int(ldc), stride_c,
+                                      as_int(batch)),
+            "sgemm strided batched");
+  }
+
   void gemm_ex(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const bf16* a,
                std::int64_t lda, const bf16* b, std::int64_t ldb, float beta, void* c, cudaDataType_t c_type,
                std::int64_t ldc) {
