@@ -60,7 +60,7 @@ class PointwiseConv {
   template <class E>
   bool forward(const ConvGeometry& g, const Tensor4Ref<const E>& x, const E* weight, const E* bias,
                const Tensor4Ref<E>& y, dnnl::stream& stream) {
-    if (!pointwise<E>(g)) return false;
+    if (!pointwise<E>(g) || !same_cells(x.dims, y.dims)) return false;
     const auto xs = planes_desc(x), ys = planes_desc(y);
     if (!xs || !ys) return false;
     const dnnl::memory::desc w = weight_desc<E>(y.dims[C], x.dims[C], false);
@@ -86,7 +86,7 @@ class PointwiseConv {
   template <class E>
   bool backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight, const Tensor4Ref<E>& dx,
                      dnnl::stream& stream) {
-    if (!pointwise<E>(g)) return false;
+    if (!pointwise<E>(g) || !same_cells(dy.dims, dx.dims)) return false;
     const auto dys = planes_desc(dy), dxs = planes_desc(dx);
     if (!dys || !dxs) return false;
     Product* p = product(Kind::data, weight_desc<E>(dy.dims[C], dx.dims[C], true), *dys, *dxs, {});
@@ -102,7 +102,7 @@ class PointwiseConv {
   template <class E>
   bool backward_weights(const ConvGeometry& g, const Tensor4Ref<const E>& x, const Tensor4Ref<const E>& dy,
                         float* dweight, float* dbias, dnnl::stream& stream) {
-    if (!pointwise<E>(g) || !planes_desc(x) || !planes_desc(dy)) return false;
+    if (!pointwise<E>(g) || !same_cells(x.dims, dy.dims) || !planes_desc(x) || !planes_desc(dy)) return false;
     const std::int64_t images = x.dims[N], in = x.dims[C], out = dy.dims[C];
     const std::int64_t chunk = std::clamp<std::int64_t>(kScratchFloats / (out * in), 1, images);
     Product* whole = weight_product(x, dy, chunk);
@@ -148,6 +148,12 @@ class PointwiseConv {
     const bool one_by_one = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.groups == 1;
     // bf16 without oneDNN's bf16 kernels: the convolution path widens to fp32 (conv_onednn).
     return one_by_one && data_type_of<E>() == Dt::bf16 && onednn_bf16_native();
+  }
+
+  // A 1x1 stride-1 convolution keeps the images and cells; a mismatch is left to the
+  // convolution path, which names it.
+  static bool same_cells(const Shape4& in, const Shape4& out) {
+    return in[N] == out[N] && in[H] == out[H] && in[W] == out[W];
   }
 
   // The dense OI weight as a (1 x out x in) matrix broadcast over the images, or its

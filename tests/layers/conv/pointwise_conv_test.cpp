@@ -1,9 +1,10 @@
 // The oneDNN backend's bf16 1x1 route (layers/onednn/pointwise_conv.hpp): it takes only
 // bf16 1x1 stride-1 ungrouped convolutions whose operands hold each (n, c) plane's cells in
-// a row, and leaves every other call to the convolution path; through the backend, both
-// routes give y, dx, dW and db equal to a naive double-precision convolution of the same
-// bf16 values (y and dx within their one bf16 rounding, the fp32 gradients within fp32
-// sums) and add into the gradients, including a weight gradient taken in image chunks.
+// a row and agree on the images and cells, and leaves every other call to the convolution
+// path; through the backend, both routes give y, dx, dW and db equal to a naive
+// double-precision convolution of the same bf16 values (y and dx within their one bf16
+// rounding, the fp32 gradients within fp32 sums) and add into the gradients, including a
+// weight gradient taken in image chunks.
 // The layers that use it are checked against fp32 and across grids by the bf16 layer tests.
 #include <gtest/gtest.h>
 
@@ -136,6 +137,8 @@ TEST(PointwiseConv, TakesOnlyBf16OneByOneConvolutionsOnPlanes) {
   EXPECT_FALSE(route.forward(kOneByOne, halo.in(), weight.data(), no_bias, y.out(), stream));
   Bf16Tensor halo_y(yd, rows_apart(yd), nullptr);
   EXPECT_FALSE(route.forward(kOneByOne, x.in(), weight.data(), no_bias, halo_y.out(), stream));
+  Bf16Tensor swapped({2, 4, 5, 4}, dense({2, 4, 5, 4}), nullptr);  // as many cells, other rows
+  EXPECT_FALSE(route.forward(kOneByOne, x.in(), weight.data(), no_bias, swapped.out(), stream));
   ConvGeometry strided = kOneByOne, grouped = kOneByOne, wide = kOneByOne;
   strided.sh = 2;
   grouped.groups = 2;
