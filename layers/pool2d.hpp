@@ -35,11 +35,11 @@
 
 #include "layers/layer.hpp"
 #include "layers/pointwise_library.hpp"
+#include "layers/pool2d_bf16_backward.hpp"
 #include "layers/pool2d_kernels.hpp"
 #include "layers/pool2d_options.hpp"
 #include "layers/scratch.hpp"
 #include "layers/tensor_ref.hpp"
-#include "layers/pool2d_bf16_backward.hpp"
 #include "layers/wide_staging.hpp"
 #include "layers/windowed.hpp"
 
@@ -128,7 +128,7 @@ class Pool2d final : public Layer<T> {
           if constexpr (kWide) {
             const auto xs = x.local(window), dys = dy.owned(), dxs = dx.local(window);
             const auto w = work(saved_output_, saved_output_);
-            if (pool_kernels::takes_bf16_planes(options_, xs, dys, dxs, w))
+            if (pool_kernels::backward_host_route_fits(options_, xs, dys, dxs, w))
               return pool_kernels::backward_bf16_planes(options_, xs, dys, dxs, w, placement(window, shape));
             const auto dyw = wide_.shaped_like(1, dys), dxw = wide_.shaped_like(2, dxs);
             // Only l2's gradient reads x; max and average are handed dxw in its place (same

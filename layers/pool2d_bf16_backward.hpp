@@ -30,20 +30,6 @@ void copy_plane(const From* from, Int ld_from, To* to, Int ld_to, Int rows, Int 
   for (Int r = 0; r < rows; ++r) cell_loop_detail::host_row(Row{from + r * ld_from, to + r * ld_to}, width);
 }
 
-// Whether backward_bf16_planes takes these views: host memory and every row contiguous
-// (the host route's condition).
-template <class X, class Grad, class Out, class Codes, class Norms>
-bool takes_bf16_planes(const Pool2dOptions& options, const X& x, const Grad& dy, const Out& dx,
-                       const Work<Codes, Norms>& work) {
-  if constexpr (!is_host_space<typename Out::execution_space>) {
-    return false;
-  } else {
-    return rows_contiguous(x) && rows_contiguous(dy) && rows_contiguous(dx) &&
-           (options.kind != PoolKind::max || rows_contiguous(work.codes)) &&
-           (options.kind != PoolKind::l2 || rows_contiguous(work.norms));
-  }
-}
-
 template <class X, class Grad, class Out, class Codes, class Norms>
 void backward_planes_on_host(const Pool2dOptions& options, const X& x, const Grad& dy, const Out& dx,
                              const Work<Codes, Norms>& work, const Placement& at) {
@@ -89,7 +75,8 @@ void backward_planes_on_host(const Pool2dOptions& options, const X& x, const Gra
 }
 
 // dx (bf16, every cell of the window written) from dy (bf16) and the workspace forward left,
-// as backward() computes it on fp32 copies. Only where takes_bf16_planes.
+// as backward() computes it on fp32 copies. Only where backward_host_route_fits
+// (pool2d_kernels.hpp).
 template <class X, class Grad, class Out, class Codes, class Norms>
 void backward_bf16_planes(const Pool2dOptions& options, const X& x, const Grad& dy, const Out& dx,
                           const Work<Codes, Norms>& work, const Placement& at) {

@@ -228,6 +228,19 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
   });
 }
 
+// Whether backward's host route takes these views: host memory, and every row contiguous.
+template <class In, class Grad, class Out, class Codes, class Norms>
+bool backward_host_route_fits(const Pool2dOptions& options, const In& x, const Grad& dy, const Out& dx,
+                              const Work<Codes, Norms>& work) {
+  if constexpr (!is_host_space<typename Out::execution_space>) {
+    return false;
+  } else {
+    return rows_contiguous(x) && rows_contiguous(dy) && rows_contiguous(dx) &&
+           (options.kind != PoolKind::max || rows_contiguous(work.codes)) &&
+           (options.kind != PoolKind::l2 || rows_contiguous(work.norms));
+  }
+}
+
 // dx over the whole input window `x`/`dx` (the window of dy's owned box) from dy and the
 // workspace forward left for the same outputs. dx must be zero (Windowed::backward fills
 // it): the host route adds into it.
@@ -239,11 +252,7 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
   const Rule rule = rule_of(options);
   const Int batch = Int(dx.extent(0)), channels = Int(dx.extent(1)), in_h = Int(dx.extent(2)),
             in_w = Int(dx.extent(3));
-  bool host_route = false;
-  if constexpr (is_host_space<Space>)
-    host_route = route == Route::automatic && rows_contiguous(x) && rows_contiguous(dy) && rows_contiguous(dx) &&
-                 (options.kind != PoolKind::max || rows_contiguous(work.codes)) &&
-                 (options.kind != PoolKind::l2 || rows_contiguous(work.norms));
+  const bool host_route = route == Route::automatic && backward_host_route_fits(options, x, dy, dx, work);
   with_kind(options.kind, [&](auto kind) {
     constexpr PoolKind K = decltype(kind)::value;
     if constexpr (is_host_space<Space>) {

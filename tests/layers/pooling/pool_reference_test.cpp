@@ -183,7 +183,7 @@ TEST_P(PoolAgainstReference, Bf16BackwardPlaneByPlaneEqualsTheKernelOnFp32Copies
     pool_kernels::backward(options, x32, dy32, dx32, work, at);
     HostArray<bf16> dx16("dx16", ws[N], ws[C], ws[H], ws[W]);
     for (std::size_t i = 0; i < dx16.size(); ++i) dx16.data()[i] = bf16(7.0f);
-    ASSERT_TRUE(pool_kernels::takes_bf16_planes(options, x16, dy16, dx16, work));
+    ASSERT_TRUE(pool_kernels::backward_host_route_fits(options, x16, dy16, dx16, work));
     pool_kernels::backward_bf16_planes(options, x16, dy16, dx16, work, at);
     Kokkos::fence();
     SCOPED_TRACE(c.name + (out.lo[H] == 0 ? " whole output" : " sub-box"));
