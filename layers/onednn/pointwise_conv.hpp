@@ -71,14 +71,13 @@ class PointwiseConv {
     point(p->src, weight);
     point(p->weights, x.data);
     point(p->dst, y.data);
+    dnnl_exec_arg_t args[] = {arg(DNNL_ARG_SRC, p->src), arg(DNNL_ARG_WEIGHTS, p->weights),
+                              arg(DNNL_ARG_DST, p->dst), {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, nullptr}};
     if (bias) {
       point(p->extra, bias);
-      run(p->primitive, stream,
-          {arg(DNNL_ARG_SRC, p->src), arg(DNNL_ARG_WEIGHTS, p->weights), arg(DNNL_ARG_DST, p->dst),
-           arg(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, p->extra)});
-    } else {
-      run(p->primitive, stream, {arg(DNNL_ARG_SRC, p->src), arg(DNNL_ARG_WEIGHTS, p->weights), arg(DNNL_ARG_DST, p->dst)});
+      args[3] = arg(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, p->extra);
     }
+    run(p->primitive, stream, args, bias ? 4 : 3);
     stream.wait();
     return true;
   }
