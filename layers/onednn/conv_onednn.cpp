@@ -5,7 +5,8 @@
 // already agree; bf16 NCHW <-> NHWC, the AMX kernels' layout change, by plane_transpose.hpp
 // or oneDNN's reorder, whichever the first call measured faster for that pair of layouts
 // (Staging::planes_faster). Forward, backward-data and backward-weights share one
-// descriptor setup.
+// descriptor setup. bf16 strided backward data runs as stride-1 problems, one per row phase
+// (stride_phases.hpp); bf16 1x1 convolutions as matmuls on the planes (pointwise_conv.hpp).
 // After a shape's first call nothing is allocated: the caller's arrays are cached memory
 // objects pointed at each call's data, primitives run through the C API with their
 // arguments in an array on the stack (the C++ API's execute builds a map, and a memory
@@ -25,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,6 +40,7 @@
 #include "layers/onednn/onednn_execute.hpp"
 #include "layers/onednn/plane_transpose.hpp"
 #include "layers/onednn/pointwise_conv.hpp"
+#include "layers/onednn/stride_phases.hpp"
 
 namespace tessera::layers {
 namespace {
@@ -52,6 +55,7 @@ memory::desc strided_desc(const Shape4& d, const Index4& s, Dt dt) {
   return memory::desc({d[0], d[1], d[2], d[3]}, dt, {s[0], s[1], s[2], s[3]});
 }
 memory::desc any_desc(const memory::dims& dims, Dt dt) { return memory::desc(dims, dt, Tag::any); }
+memory::desc nhwc_desc(const Shape4& d, Dt dt) { return memory::desc({d[0], d[1], d[2], d[3]}, dt, Tag::acdb); }
 
 // What identifies one convolution problem; the output shape follows from it.
 struct ProblemKey {
@@ -354,6 +358,7 @@ class OnednnConv final : public ConvBackend {
   void run_forward(const ConvGeometry& g, const Tensor4Ref<const E>& x, const E* weight, const E* bias,
                    const Tensor4Ref<E>& y) {
     staged_dy_.reset();  // the output below may be staged in dy's scratch
+    staged_x_.reset();
     if (pointwise_.forward(g, x, weight, bias, y, stream_)) return;
     Problem& p = problem(g, x.dims, y.dims[C], bias != nullptr, onednn::data_type_of<E>());
     expect_output(p, y.dims, "forward");
@@ -361,8 +366,11 @@ class OnednnConv final : public ConvBackend {
     const Problem::Formats& pd = p.forward_md;
     const memory user_y = user_.strided(Role::destination, y);
     const memory dst = staging_.output(Role::destination, pd.dst, user_y, Write::overwrite);
+    const memory user_x = user_.strided(Role::source, x);
+    const memory src = staging_.input(Role::source, pd.src, user_x, stream_);
+    if (src.get_data_handle() != user_x.get_data_handle()) staged_x_ = Staged{x.data, user_x.get_desc(), src};
     dnnl_exec_arg_t args[] = {
-        arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x), stream_)),
+        arg(DNNL_ARG_SRC, src),
         arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights, user_.dense(Role::weights, p.user_weights, weight), stream_)),
         arg(DNNL_ARG_DST, dst), {DNNL_ARG_BIAS, nullptr}};
     if (bias)
@@ -376,9 +384,12 @@ class OnednnConv final : public ConvBackend {
   void run_backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
                          const Tensor4Ref<E>& dx) {
     staged_dy_.reset();
+    staged_x_.reset();  // dx below may be staged in x's scratch
     if (pointwise_.backward_data(g, dy, weight, dx, stream_)) return;
     Problem& p = problem(g, dx.dims, dy.dims[C], false, onednn::data_type_of<E>());
     expect_output(p, dy.dims, "backward data");
+    if (dx.strides[W] == 1 || dx.dims[W] == 1)
+      if (PhasedData* phased = phased_data(p)) return run_backward_data_by_phases(*phased, dy, weight, dx);
     p.ensure_data(engine_);
     const Problem::Formats& pd = p.data_md;
     const memory user_dx = user_.strided(Role::source, dx);
@@ -393,7 +404,78 @@ class OnednnConv final : public ConvBackend {
     staging_.deliver(diff_src, user_dx, Write::overwrite, stream_, Role::source);
     stream_.wait();
     if (diff_dst.get_data_handle() != user_dy.get_data_handle())
-      staged_dy_ = StagedDy{dy.data, user_dy.get_desc(), diff_dst};
+      staged_dy_ = Staged{dy.data, user_dy.get_desc(), diff_dst};
+  }
+
+  // Strided backward data as stride-1 backward data, one per row phase of dx, columns folded
+  // into channels (stride_phases.hpp); nullptr where the call keeps the one strided
+  // primitive. Decided once per problem, from the shapes and the formats oneDNN chose:
+  // bf16 only (fp32's strided kernels are not the slow ones), where every phase's primitive
+  // takes dense NHWC.
+  struct PhasedData {
+    struct Run {
+      Problem* problem;
+      memory taps;    // the phase's folded taps of the weight, dense OIHW
+      memory values;  // dx over the phase, folded, dense NHWC
+    };
+    ProblemKey key;
+    memory::desc dy;  // dense NHWC, as every phase reads it (a desc made per call allocates)
+    std::optional<stride_phases::Split> split;
+    std::vector<Run> runs;  // empty: not phased
+    std::vector<const std::uint16_t*> values;
+  };
+
+  PhasedData* phased_data(const Problem& whole) {
+    for (PhasedData& d : phased_)
+      if (d.key == whole.key) return d.runs.empty() ? nullptr : &d;
+    PhasedData& d = phased_.emplace_back();
+    d.key = whole.key;
+    const ProblemKey& k = whole.key;
+    if (whole.compute != Dt::bf16) return nullptr;
+    const Shape4 dy{whole.dst_dims[0], whole.dst_dims[1], whole.dst_dims[2], whole.dst_dims[3]};
+    d.split = stride_phases::split_of(k.geometry, dy[H], dy[W]);
+    if (!d.split) return nullptr;
+    std::vector<PhasedData::Run> runs;
+    for (const stride_phases::RowPhase& ph : d.split->phases) {
+      const Shape4 folded = d.split->folded(ph, k.input);
+      Problem& sub = problem(d.split->geometry(ph), folded, k.out_channels, false, k.storage);
+      sub.ensure_data(engine_);
+      if (!(sub.data_md.src == nhwc_desc(folded, Dt::bf16)) || !(sub.data_md.dst == nhwc_desc(dy, Dt::bf16))) return nullptr;
+      const memory::desc taps({k.out_channels, folded[C], ph.kh, d.split->kw}, Dt::bf16, Tag::oihw);
+      runs.push_back({&sub, memory(taps, engine_), memory(sub.data_md.src, engine_)});
+    }
+    d.dy = nhwc_desc(dy, Dt::bf16);
+    for (const PhasedData::Run& r : runs) d.values.push_back(static_cast<const std::uint16_t*>(r.values.get_data_handle()));
+    d.runs = std::move(runs);
+    return &d;
+  }
+
+  template <class E>
+  void run_backward_data_by_phases(PhasedData& phased, const Tensor4Ref<const E>& dy, const E* weight,
+                                   const Tensor4Ref<E>& dx) {
+    if constexpr (std::is_same_v<E, bf16>) {
+      const stride_phases::Split& split = *phased.split;
+      const memory user_dy = user_.strided(Role::destination, dy);
+      const memory diff_dst = staging_.input(Role::destination, phased.dy, user_dy, stream_);
+      for (std::size_t a = 0; a < phased.runs.size(); ++a) {
+        PhasedData::Run& r = phased.runs[a];
+        stream_.wait();  // phases whose taps have one shape share the staged weights' scratch
+        stride_phases::gather_taps(weight, phased.key.geometry, split, split.phases[a], dy.dims[C], dx.dims[C],
+                                   static_cast<bf16*>(r.taps.get_data_handle()));
+        const dnnl_exec_arg_t args[] = {
+            arg(DNNL_ARG_DIFF_DST, diff_dst),
+            arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, r.problem->data_md.weights, r.taps, stream_)),
+            arg(DNNL_ARG_DIFF_SRC, r.values)};
+        run(*r.problem->data, stream_, args);
+      }
+      stream_.wait();
+      stride_phases::deliver(split, phased.values.data(), reinterpret_cast<std::uint16_t*>(dx.data), dx.dims,
+                             dx.strides);
+      if (diff_dst.get_data_handle() != user_dy.get_data_handle())
+        staged_dy_ = Staged{dy.data, user_dy.get_desc(), diff_dst};
+    } else {
+      throw std::logic_error("onednn conv: phased backward data runs bf16 only");
+    }
   }
 
   template <class E>
@@ -401,6 +483,7 @@ class OnednnConv final : public ConvBackend {
                             float* dweight, float* dbias) {
     if (pointwise_.backward_weights(g, x, dy, dweight, dbias, stream_)) {
       staged_dy_.reset();
+      staged_x_.reset();
       return;
     }
     Problem& p = problem(g, x.dims, dy.dims[C], dbias != nullptr, onednn::data_type_of<E>());
@@ -409,13 +492,10 @@ class OnednnConv final : public ConvBackend {
     const Problem::Formats& pd = p.weights_md;
     const memory user_dw = user_.dense(Role::weight_gradient, p.user_weight_grad, dweight);
     const memory diff_weights = staging_.output(Role::weight_gradient, pd.weights, user_dw, Write::accumulate);
-    const memory user_dy = user_.strided(Role::destination, dy);
-    const bool reuse_dy = staged_dy_ && staged_dy_->data == dy.data && staged_dy_->user == user_dy.get_desc() &&
-                          staged_dy_->staged.get_desc() == pd.dst;
-    const memory diff_dst = reuse_dy ? staged_dy_->staged : staging_.input(Role::destination, pd.dst, user_dy, stream_);
-    staged_dy_.reset();
+    const memory diff_dst = staged(staged_dy_, Role::destination, pd.dst, dy);
+    const memory src = staged(staged_x_, Role::source, pd.src, x);
     dnnl_exec_arg_t args[] = {
-        arg(DNNL_ARG_SRC, staging_.input(Role::source, pd.src, user_.strided(Role::source, x), stream_)),
+        arg(DNNL_ARG_SRC, src),
         arg(DNNL_ARG_DIFF_DST, diff_dst), arg(DNNL_ARG_DIFF_WEIGHTS, diff_weights), {DNNL_ARG_DIFF_BIAS, nullptr}};
     memory user_db, diff_bias;
     if (dbias) {
@@ -443,23 +523,38 @@ class OnednnConv final : public ConvBackend {
     throw std::logic_error(std::string("onednn conv ") + what + ": output dims do not match the valid convolution of the input");
   }
 
-  // dy as the last backward_data staged it (reordered to the primitive's format), when that
-  // was a copy: the layer's backward_weights follows on the same dy, which then reads it
-  // instead of reordering dy a second time (ConvBackend: dy is unchanged between the two).
-  // Any other call forgets it: forward stages its output in the same scratch.
-  struct StagedDy {
+  // An operand as the previous call staged it (reordered to the primitive's format), when
+  // that was a copy, so that backward_weights reads it instead of staging it a second time
+  // (ConvBackend: the caller leaves it unchanged between the two calls):
+  // - dy, from the backward_data before it (conv's backward);
+  // - x, from the forward before it (deconv's backward, whose convolution forward and weight
+  //   gradient both read the embedded dy as x).
+  // A call that stages something else into the same scratch forgets it.
+  struct Staged {
     const void* data;
     memory::desc user;
     memory staged;
   };
-  std::optional<StagedDy> staged_dy_;
+  std::optional<Staged> staged_dy_, staged_x_;
+
+  // The operand t in format `wanted`: the kept copy where it is t's, else staged now. The
+  // kept copy is forgotten either way (the call goes on to overwrite scratch).
+  template <class E>
+  memory staged(std::optional<Staged>& kept, Role role, const memory::desc& wanted, const Tensor4Ref<const E>& t) {
+    const memory user = user_.strided(role, t);
+    const bool reuse = kept && kept->data == t.data && kept->user == user.get_desc() && kept->staged.get_desc() == wanted;
+    const memory m = reuse ? kept->staged : staging_.input(role, wanted, user, stream_);
+    kept.reset();
+    return m;
+  }
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   Staging staging_{engine_};
   UserMemories user_{engine_};
   onednn::PointwiseConv pointwise_{engine_};  // 1x1 convolutions on planes: no layout change
-  std::vector<Problem> problems_;  // a handful per layer: interior, strips, whole tile
+  std::deque<Problem> problems_;  // a handful per layer: interior, strips, whole tile (and their phases)
+  std::deque<PhasedData> phased_;
 };
 
 }  // namespace

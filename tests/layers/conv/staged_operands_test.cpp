@@ -1,0 +1,82 @@
+// ConvBackend's weight gradient reads the operands it is given, whichever call came before:
+// a backend may keep the copy of x its forward staged, or of dy its backward data staged,
+// and read it in the backward_weights that follows on the same operand (deconv's backward
+// runs forward then backward_weights on one embedded dy; conv's runs backward data then
+// backward_weights on one dy) — but never for another operand, nor after a call that
+// staged something else. Each sequence's dW against the double reference, fp32 and (where
+// the backend runs it) bf16.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "layers/conv_backend.hpp"
+#include "tests/layers/conv/conv_reference.hpp"
+
+namespace tessera::layers {
+namespace {
+
+using namespace tessera::layers::testing;
+
+template <class T>
+struct Operand {
+  Shape4 dims;
+  std::vector<T> values;
+  Operand(const Shape4& d, std::mt19937& random) : dims(d) {
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (std::int64_t i = 0; i < d[N] * d[C] * d[H] * d[W]; ++i) values.push_back(T(uniform(random)));
+  }
+  explicit Operand(const Shape4& d) : dims(d), values(static_cast<std::size_t>(d[N] * d[C] * d[H] * d[W]), T(0.0f)) {}
+  Tensor4Ref<const T> in() const { return {values.data(), dims, packed_strides(dims)}; }
+  Tensor4Ref<T> out() { return {values.data(), dims, packed_strides(dims)}; }
+  Dense dense() const {
+    Dense d(dims);
+    for (std::size_t i = 0; i < values.size(); ++i) d.v[i] = static_cast<float>(values[i]);
+    return d;
+  }
+};
+
+template <class T>
+void expect_weight_gradients_of_their_operands() {
+  const auto backend = make_conv_backend();
+  if (std::is_same_v<T, bf16> && !backend->runs_bf16()) GTEST_SKIP() << backend->why_no_bf16();
+  std::mt19937 random(17);
+  ReferenceConv reference;
+  reference.o.out = 16, reference.o.kh = reference.o.kw = 3;
+  reference.x_shape = {2, 16, 10, 9};  // 16 channels: the backends stage them (blocked or NHWC)
+  const ConvGeometry g = reference.o.geometry();
+  const Shape4 xd = reference.x_shape, yd = reference.y_shape();
+  const Operand<T> x(xd, random), other_x(xd, random), dy(yd, random), other_dy(yd, random), weight(reference.w_shape(), random);
+  Operand<T> y(yd), dx(xd);
+
+  const auto weight_gradient = [&](const Operand<T>& a, const Operand<T>& b) {
+    std::vector<float> dw(weight.values.size(), 0.0f);
+    conv_backward_weights<T>(*backend, g, a.in(), b.in(), dw.data(), nullptr);
+    Dense da = a.dense(), db = b.dense();
+    return error_against(dw, reference.weight_gradient(da, db).v);
+  };
+  const double tolerance = 1e-5;  // fp32 sums of products (exact for bf16 values)
+  // After forward on x: the same x, then another x.
+  conv_forward<T>(*backend, g, x.in(), weight.values.data(), nullptr, y.out());
+  EXPECT_LE(weight_gradient(x, dy), tolerance) << "forward(x), then dW of x";
+  conv_forward<T>(*backend, g, x.in(), weight.values.data(), nullptr, y.out());
+  EXPECT_LE(weight_gradient(other_x, dy), tolerance) << "forward(x), then dW of another x";
+  // After backward data on dy: the same dy, then another dy.
+  conv_backward_data<T>(*backend, g, dy.in(), weight.values.data(), dx.out());
+  EXPECT_LE(weight_gradient(x, dy), tolerance) << "backward data(dy), then dW of dy";
+  conv_backward_data<T>(*backend, g, dy.in(), weight.values.data(), dx.out());
+  EXPECT_LE(weight_gradient(x, other_dy), tolerance) << "backward data(dy), then dW of another dy";
+  // A call between: forward, backward data, then dW of forward's x.
+  conv_forward<T>(*backend, g, x.in(), weight.values.data(), nullptr, y.out());
+  conv_backward_data<T>(*backend, g, other_dy.in(), weight.values.data(), dx.out());
+  EXPECT_LE(weight_gradient(x, dy), tolerance) << "forward(x), backward data(another dy), then dW of x and dy";
+}
+
+TEST(ConvBackendCalls, WeightGradientReadsItsOwnOperandsFp32) { expect_weight_gradients_of_their_operands<float>(); }
+TEST(ConvBackendCalls, WeightGradientReadsItsOwnOperandsBf16) { expect_weight_gradients_of_their_operands<bf16>(); }
+
+}  // namespace
+}  // namespace tessera::layers
