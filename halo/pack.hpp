@@ -76,6 +76,7 @@ struct PackAndClear {
     buf[b] = win[x];
     win[x] = T(0);
   }
+  KOKKOS_INLINE_FUNCTION const void* window_cell(std::int64_t x) const { return win + x; }
 };
 
 template <class T>
@@ -85,6 +86,7 @@ struct UnpackAdd {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t x, std::int64_t b) const {
     win[x] = T(Compute<T>(win[x]) + Compute<T>(buf[b]));
   }
+  KOKKOS_INLINE_FUNCTION const void* window_cell(std::int64_t x) const { return win + x; }
 };
 
 template <class T>
@@ -92,6 +94,7 @@ struct SetCell {
   T* win;
   T value;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t x, std::int64_t) const { win[x] = value; }
+  KOKKOS_INLINE_FUNCTION const void* window_cell(std::int64_t x) const { return win + x; }
 };
 
 }  // namespace detail

@@ -81,8 +81,10 @@ class ConvBackend {
   // dweight += d(loss)/d(weight), dbias += d(loss)/d(bias) (dbias may be null): adds, so
   // partial gradients from several calls or layers accumulate like Parameter::grad.
   // Called right after backward_data with the same dy (data, dims, strides), a backend may
-  // read its staged copy of dy from that call, and right after forward with the same x, its
-  // staged copy of x: the caller leaves dy (x) unchanged between the two calls.
+  // read its staged copy of dy from that call; called with the x of the last forward (the
+  // same data, dims, strides), its staged copy of x from that forward. The caller leaves dy
+  // unchanged between the two calls, and x from its forward to this call (as the layers keep
+  // their input for backward).
   virtual void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy,
                                 float* dweight, float* dbias) = 0;
 

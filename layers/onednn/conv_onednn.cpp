@@ -384,12 +384,14 @@ class OnednnConv final : public ConvBackend {
   void run_backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
                          const Tensor4Ref<E>& dx) {
     staged_dy_.reset();
-    staged_x_.reset();  // dx below may be staged in x's scratch
     if (pointwise_.backward_data(g, dy, weight, dx, stream_)) return;
     Problem& p = problem(g, dx.dims, dy.dims[C], false, onednn::data_type_of<E>());
     expect_output(p, dy.dims, "backward data");
+    // The phases write their own buffers, so x as forward staged it stays for the weight
+    // gradient (conv's backward); the one primitive below stages dx in x's scratch.
     if (dx.strides[W] == 1 || dx.dims[W] == 1)
       if (PhasedData* phased = phased_data(p)) return run_backward_data_by_phases(*phased, dy, weight, dx);
+    staged_x_.reset();
     p.ensure_data(engine_);
     const Problem::Formats& pd = p.data_md;
     const memory user_dx = user_.strided(Role::source, dx);
@@ -527,8 +529,8 @@ class OnednnConv final : public ConvBackend {
   // that was a copy, so that backward_weights reads it instead of staging it a second time
   // (ConvBackend: the caller leaves it unchanged between the two calls):
   // - dy, from the backward_data before it (conv's backward);
-  // - x, from the forward before it (deconv's backward, whose convolution forward and weight
-  //   gradient both read the embedded dy as x).
+  // - x, from the last forward (deconv's backward, whose convolution forward and weight
+  //   gradient both read the embedded dy as x; conv's, where backward data ran by phases).
   // A call that stages something else into the same scratch forgets it.
   struct Staged {
     const void* data;
