@@ -15,8 +15,9 @@
 // workspace) or its norm (l2). No parameters.
 //
 // bf16 (--precision bf16): the same fp32 arithmetic: forward reads the bf16 window (each tap
-// widened exactly) into an fp32 copy of the output; backward, on the host, goes plane by
-// plane through per-thread fp32 scratch (layers/pool2d_bf16_backward.hpp), elsewhere on fp32
+// widened exactly), on the host row by row into per-thread fp32 scratch, elsewhere into an
+// fp32 copy of the output; backward, on the host, goes plane by plane through per-thread
+// fp32 scratch (both in layers/pool2d_bf16_host.hpp), elsewhere on fp32
 // copies of dy (and of the window, for l2, the one kind whose gradient reads x) and dx; each
 // result is rounded once into bf16 (layers/wide_staging.hpp); the norms stay fp32.
 //
@@ -35,7 +36,7 @@
 
 #include "layers/layer.hpp"
 #include "layers/pointwise_library.hpp"
-#include "layers/pool2d_bf16_backward.hpp"
+#include "layers/pool2d_bf16_host.hpp"
 #include "layers/pool2d_kernels.hpp"
 #include "layers/pool2d_options.hpp"
 #include "layers/scratch.hpp"
@@ -94,11 +95,15 @@ class Pool2d final : public Layer<T> {
           return library_->pool_forward(*library_pooling_, tensor_ref<const T>(x.local(window)),
                                         tensor_ref<T>(y.local(out)));
       if constexpr (kWide) {
-        // bf16: the kernel reads the bf16 window and pools in fp32 into an fp32 copy of the
-        // output, rounded once (wide_staging.hpp).
-        const auto ys = y.local(out);
+        // bf16: the kernel reads the bf16 window and pools in fp32, each output rounded once:
+        // on the host row by row in cache, elsewhere into an fp32 copy of the output
+        // (wide_staging.hpp).
+        const auto xs = x.local(window), ys = y.local(out);
+        const auto w = work(out, owned);
+        if (pool_kernels::forward_host_route_fits(options_, xs, ys, w))
+          return pool_kernels::forward_bf16_rows(options_, xs, ys, w, placement(window, shape));
         const auto yw = wide_.shaped_like(1, ys);
-        pool_kernels::forward(options_, x.local(window), yw, work(out, owned), placement(window, shape));
+        pool_kernels::forward(options_, xs, yw, w, placement(window, shape));
         wide_.copy(yw, ys);
       } else {
         pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));

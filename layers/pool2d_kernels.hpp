@@ -175,6 +175,17 @@ void with_kind(PoolKind kind, const F& f) {
 
 inline Rule rule_of(const Pool2dOptions& o) { return {o.kind, o.count_include_pad, o.eps}; }
 
+// Whether forward's host route takes these views: host memory, and every row contiguous.
+template <class In, class Out, class Codes, class Norms>
+bool forward_host_route_fits(const Pool2dOptions& options, const In& x, const Out& y, const Work<Codes, Norms>& work) {
+  if constexpr (!is_host_space<typename Out::execution_space>) {
+    return false;
+  } else {
+    return rows_contiguous(x) && rows_contiguous(y) && (options.kind != PoolKind::max || rows_contiguous(work.codes)) &&
+           (options.kind != PoolKind::l2 || rows_contiguous(work.norms));
+  }
+}
+
 // y (the output box's view) from x (the view of that box's input window); `work` covers
 // the same outputs as y. x may be bf16 with y fp32: each tap is widened as it is read.
 template <class In, class Out, class Codes, class Norms>
@@ -186,11 +197,7 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
   const Rule rule = rule_of(options);
   const Int batch = Int(y.extent(0)), channels = Int(y.extent(1)), out_h = Int(y.extent(2)),
             out_w = Int(y.extent(3));
-  bool host_route = false;
-  if constexpr (is_host_space<Space>)
-    host_route = route == Route::automatic && rows_contiguous(x) && rows_contiguous(y) &&
-                 (options.kind != PoolKind::max || rows_contiguous(work.codes)) &&
-                 (options.kind != PoolKind::l2 || rows_contiguous(work.norms));
+  const bool host_route = route == Route::automatic && forward_host_route_fits(options, x, y, work);
   with_kind(options.kind, [&](auto kind) {
     constexpr PoolKind K = decltype(kind)::value;
     if constexpr (is_host_space<Space>) {

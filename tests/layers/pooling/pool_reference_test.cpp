@@ -13,7 +13,7 @@
 #include "tests/layers/support/layer_step.hpp"
 #include "tests/layers/support/non_finite.hpp"
 #include "layers/pointwise_library.hpp"
-#include "layers/pool2d_bf16_backward.hpp"
+#include "layers/pool2d_bf16_host.hpp"
 #include "pool_reference.hpp"
 #include "pool_test_support.hpp"
 #include "tests/layers/conv/conv_test_support.hpp"
@@ -151,7 +151,43 @@ TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy)
   }
 }
 
-// bf16 backward plane by plane in fp32 scratch (layers/pool2d_bf16_backward.hpp) writes the
+// bf16 forward row by row in fp32 scratch (layers/pool2d_bf16_host.hpp) writes the bits of
+// the kernel into an fp32 y rounded once, and leaves the same argmax and norms: every
+// configuration, the whole output and a sub-box, every cell of y written (it starts as
+// garbage).
+TEST_P(PoolAgainstReference, Bf16ForwardRowByRowEqualsTheKernelRoundedOnce) {
+  const PoolCase& c = GetParam();
+  const Pool2dOptions options = c.options();
+  const Pool2d<float> pool(options);
+  const auto boxes = whole_and_part(pool, c.input);
+  for (const Box& out : boxes) {
+    const Box window = pool.input_window(out, c.input);
+    const Shape4 ws = window.shape(), os = out.shape();
+    const HostArray<float> random = random_array(ws, 41);
+    HostArray<bf16> x16("x16", ws[N], ws[C], ws[H], ws[W]);
+    for (std::size_t i = 0; i < random.size(); ++i) x16.data()[i] = bf16(random.data()[i]);
+    const pool_kernels::Placement at{window.lo[H], window.lo[W], c.input[H], c.input[W]};
+    HostArray<float> y32("y32", os[N], os[C], os[H], os[W]), norms32("norms32", os[N], os[C], os[H], os[W]);
+    const Codes codes32("codes32", os[N], os[C], os[H], os[W]);
+    pool_kernels::forward(options, x16, y32, pool_kernels::Work<Codes, HostArray<float>>{codes32, norms32}, at);
+    HostArray<bf16> y16("y16", os[N], os[C], os[H], os[W]);
+    for (std::size_t i = 0; i < y16.size(); ++i) y16.data()[i] = bf16(7.0f);
+    HostArray<float> norms16("norms16", os[N], os[C], os[H], os[W]);
+    const Codes codes16("codes16", os[N], os[C], os[H], os[W]);
+    const pool_kernels::Work<Codes, HostArray<float>> work16{codes16, norms16};
+    ASSERT_TRUE(pool_kernels::forward_host_route_fits(options, x16, y16, work16));
+    pool_kernels::forward_bf16_rows(options, x16, y16, work16, at);
+    Kokkos::fence();
+    SCOPED_TRACE(c.name + (out == boxes[0] ? " whole output" : " sub-box"));
+    for (std::size_t i = 0; i < y16.size(); ++i) {
+      ASSERT_EQ(y16.data()[i].bits, bf16(y32.data()[i]).bits) << "y " << i;
+      ASSERT_EQ(codes16.data()[i], codes32.data()[i]) << "argmax " << i;
+      ASSERT_EQ(norms16.data()[i], norms32.data()[i]) << "norm " << i;
+    }
+  }
+}
+
+// bf16 backward plane by plane in fp32 scratch (layers/pool2d_bf16_host.hpp) writes the
 // same bits as the host kernel on fp32 copies of dy and x into a zeroed fp32 dx, rounded
 // once: every configuration, the whole output and a sub-box (whose window starts inside
 // the image), every cell of dx written (it starts as garbage).

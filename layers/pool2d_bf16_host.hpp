@@ -1,0 +1,209 @@
+#pragma once
+// Pooling's bf16 routes on the host: the host route's fp32 arithmetic (pool2d_host_rows.hpp)
+// on per-thread fp32 scratch that stays in cache, each result rounded once into bf16.
+// - forward, one output row at a time: the row pooled in fp32 from the bf16 window (each tap
+//   widened exactly as it is read), then rounded into y. The same bits as pooling into an
+//   fp32 copy of the whole output and narrowing it (Pool2d's bf16 forward before this, still
+//   its path on devices), without that copy's two passes over memory: they were a third of
+//   a bf16 2x2 max pooling's forward (8x32x128x128).
+// - backward, one (n, c) plane at a time: the plane's dy (and x, for l2, the one kind whose
+//   gradient reads it) widened into scratch, its dx accumulated there in fp32 by the host
+//   route's backward_plane, then rounded once into the bf16 dx. The same operations in the
+//   same order as the host route on fp32 copies of the whole tensors (the path on devices
+//   and for layouts the host route does not take), so the same bits; but a plane's scratch
+//   stays in cache, where the whole-tensor copies went through memory four times (widen dy,
+//   zero dx, add, narrow dx).
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+#include "distarray/bf16.hpp"
+#include "distarray/kernel_label.hpp"
+#include "layers/pool2d_kernels.hpp"
+#include "layers/wide_staging.hpp"
+
+namespace tessera::layers::pool_kernels {
+
+// to = from over a plane of rows x width values (row strides ld_from, ld_to), by the cell
+// loops' vectorised rows (CopyRows: an AVX-512 clone where it rounds to bf16); one row where
+// both planes are dense.
+template <class From, class To>
+void copy_plane(const From* from, Int ld_from, To* to, Int ld_to, Int rows, Int width) {
+  using Row = typename CopyRows<From, To>::Row;
+  if (ld_from == width && ld_to == width) return cell_loop_detail::host_row(Row{from, to}, rows * width);
+  for (Int r = 0; r < rows; ++r) cell_loop_detail::host_row(Row{from + r * ld_from, to + r * ld_to}, width);
+}
+
+// The 2 x 2 window at stride 2 where the windows tile the plane (every dx cell in exactly one
+// window, every tap inside the image): each dx cell is 0 + its one gradient, as
+// backward_plane adds it into zeroed fp32 scratch, rounded once; but two fp32 rows at a time
+// (`rows`: 2 * 2 * out_w floats), narrowed while in cache, instead of zeroing, scattering
+// into and narrowing a whole scratch plane.
+template <PoolKind K, class X, class G>
+void backward_2x2_tiles(const X* x, Int ldx, const G* dy, Int lddy, const Code* code, Int ldc, const float* norm,
+                        Int ldn, bf16* dx, Int lddx, Int out_h, Int out_w, float* rows) {
+  const Int in_w = 2 * out_w;
+  float* const r0 = rows;
+  float* const r1 = rows + in_w;
+  for (Int oh = 0; oh < out_h; ++oh) {
+    const G* d = dy + oh * lddy;
+    if constexpr (K == PoolKind::max) {
+      const Code* c = code + oh * ldc;
+      // Selected by masking the bits (+0 where not the argmax): a branch per cell on random
+      // argmaxes mispredicted a quarter of the time and took 2.4x this pass's time.
+      for (Int o = 0; o < out_w; ++o) {
+        const std::uint32_t g = std::bit_cast<std::uint32_t>(0.0f + float(d[o]));
+        const Code at = c[o];
+        const auto pick = [&](Code tap) { return std::bit_cast<float>(g & (std::uint32_t(0) - std::uint32_t(at == tap))); };
+        r0[2 * o] = pick(tap_code(0, 0));
+        r0[2 * o + 1] = pick(tap_code(0, 1));
+        r1[2 * o] = pick(tap_code(1, 0));
+        r1[2 * o + 1] = pick(tap_code(1, 1));
+      }
+    } else if constexpr (K == PoolKind::average) {
+      for (Int o = 0; o < out_w; ++o) {
+        const float g = 0.0f + float(d[o]) / 4.0f;  // the divisor: all four taps are inside
+        r0[2 * o] = r0[2 * o + 1] = r1[2 * o] = r1[2 * o + 1] = g;
+      }
+    } else {
+      const float* nr = norm + oh * ldn;
+      const X* x0 = x + 2 * oh * ldx;
+      const X* x1 = x0 + ldx;
+      for (Int o = 0; o < out_w; ++o) {
+        const float g = float(d[o]) / nr[o];
+        r0[2 * o] = 0.0f + g * float(x0[2 * o]);
+        r0[2 * o + 1] = 0.0f + g * float(x0[2 * o + 1]);
+        r1[2 * o] = 0.0f + g * float(x1[2 * o]);
+        r1[2 * o + 1] = 0.0f + g * float(x1[2 * o + 1]);
+      }
+    }
+    copy_plane(static_cast<const float*>(rows), in_w, dx + 2 * oh * lddx, lddx, 2, in_w);
+  }
+}
+
+// Whether the 2 x 2 stride-2 windows of outputs out_h x out_w tile an in_h x in_w window
+// with every tap inside the image (backward_2x2_tiles).
+inline bool windows_tile_2x2(const Geometry& g, Int in_h, Int in_w, Int out_h, Int out_w, Int full_first,
+                             Int full_end) {
+  if (g.kh != 2 || g.kw != 2 || g.sh != 2 || g.sw != 2 || g.dh != 1 || g.dw != 1) return false;
+  if (out_h < 1 || in_h != 2 * out_h || in_w != 2 * out_w || full_first != 0 || full_end != out_w) return false;
+  Int first_a, first_b, last_a, last_b;  // rows inside the image of the first and last output row
+  g.rows(0, first_a, first_b);
+  g.rows(out_h - 1, last_a, last_b);
+  return first_a == 0 && first_b == 2 && last_a == 0 && last_b == 2;
+}
+
+template <class X, class Out, class Codes, class Norms>
+void forward_rows_on_host(const Pool2dOptions& options, const X& x, const Out& y, const Work<Codes, Norms>& work,
+                          const Placement& at) {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  using Team = Kokkos::TeamPolicy<Space>;
+  using Scratch = Kokkos::View<float*, Space::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  const Geometry g = geometry_of(options, at);
+  const Rule rule = rule_of(options);
+  const Int channels = Int(y.extent(1)), out_h = Int(y.extent(2)), out_w = Int(y.extent(3));
+  // A team pools a run of rows of one plane: a team per row cost more than the rounding saved.
+  constexpr Int run = 8;
+  const Int runs_per_plane = (out_h + run - 1) / run, teams = Int(y.extent(0)) * channels * runs_per_plane;
+  Int full_first, full_end;
+  host::full_columns(g, out_w, full_first, full_end);
+  const Int ldx = Int(x.stride(2)), ldy = Int(y.stride(2));
+  const Team policy = Team(teams, 1).set_scratch_size(1, Kokkos::PerTeam(Scratch::shmem_size(out_w)));
+  with_kind(options.kind, [&](auto kind) {
+    constexpr PoolKind K = decltype(kind)::value;
+    const Int ldc = K == PoolKind::max ? Int(work.codes.stride(2)) : 0;
+    const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
+    host::with_stride(g.sw, [&](auto stride) {
+      constexpr int S = decltype(stride)::value;
+      Kokkos::parallel_for(kernel_label("tessera::pool2d_forward_bf16"), policy, [=](const typename Team::member_type& team) {
+        const Int t = team.league_rank(), p = t / runs_per_plane, c = p % channels, n = p / channels;
+        const Int first = (t % runs_per_plane) * run, end = std::min(first + run, out_h);
+        float* const row = Scratch(team.team_scratch(1), out_w).data();
+        for (Int oh = first; oh < end; ++oh) {
+          Code* code = nullptr;
+          float* norm = nullptr;
+          if constexpr (K == PoolKind::max) code = host::plane_mut(work.codes, n, c) + oh * ldc;
+          if constexpr (K == PoolKind::l2) norm = host::plane_mut(work.norms, n, c) + oh * ldn;
+          host::forward_row<K, S>(host::plane(x, n, c), ldx, row, code, norm, g, rule, oh, out_w, full_first, full_end);
+          copy_plane(static_cast<const float*>(row), out_w, host::plane_mut(y, n, c) + oh * ldy, out_w, 1, out_w);
+        }
+      });
+    });
+  });
+}
+
+template <class X, class Grad, class Out, class Codes, class Norms>
+void backward_planes_on_host(const Pool2dOptions& options, const X& x, const Grad& dy, const Out& dx,
+                             const Work<Codes, Norms>& work, const Placement& at) {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  using Team = Kokkos::TeamPolicy<Space>;
+  using Scratch = Kokkos::View<float*, Space::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  const Geometry g = geometry_of(options, at);
+  const Rule rule = rule_of(options);
+  const Int channels = Int(dx.extent(1)), in_h = Int(dx.extent(2)), in_w = Int(dx.extent(3));
+  const Int out_h = Int(dy.extent(2)), out_w = Int(dy.extent(3)), planes = Int(dx.extent(0)) * channels;
+  Int full_first, full_end;
+  host::full_columns(g, out_w, full_first, full_end);
+  const Int ldx = Int(x.stride(2)), lddy = Int(dy.stride(2)), lddx = Int(dx.stride(2));
+  const bool reads_x = options.kind == PoolKind::l2;
+  const Int in_cells = in_h * in_w, out_cells = out_h * out_w;
+  const std::size_t floats = static_cast<std::size_t>(in_cells * (reads_x ? 2 : 1) + out_cells);
+  const bool tiles = windows_tile_2x2(g, in_h, in_w, out_h, out_w, full_first, full_end);
+  const Team policy = Team(planes, 1).set_scratch_size(1, Kokkos::PerTeam(Scratch::shmem_size(floats)));
+  with_kind(options.kind, [&](auto kind) {
+    constexpr PoolKind K = decltype(kind)::value;
+    const Int ldc = K == PoolKind::max ? Int(work.codes.stride(2)) : 0;
+    const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
+    host::with_stride(g.sw, [&](auto stride) {
+      constexpr int S = decltype(stride)::value;
+      Kokkos::parallel_for(kernel_label("tessera::pool2d_backward_bf16"), policy, [=](const typename Team::member_type& team) {
+        const Int p = team.league_rank(), c = p % channels, n = p / channels;
+        const Scratch scratch(team.team_scratch(1), floats);
+        float* const dx_wide = scratch.data();
+        if (tiles) {
+          const Code* code = nullptr;
+          const float* norm = nullptr;
+          if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
+          if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
+          return backward_2x2_tiles<K>(host::plane(x, n, c), ldx, host::plane(dy, n, c), lddy, code, ldc, norm, ldn,
+                                       host::plane_mut(dx, n, c), lddx, out_h, out_w, dx_wide);
+        }
+        float* const dy_wide = dx_wide + in_cells;
+        float* const x_wide = reads_x ? dy_wide + out_cells : dx_wide;  // read by l2 only
+        copy_plane(host::plane(dy, n, c), lddy, dy_wide, out_w, out_h, out_w);
+        if (reads_x) copy_plane(host::plane(x, n, c), ldx, x_wide, in_w, in_h, in_w);
+        std::fill_n(dx_wide, in_cells, 0.0f);
+        const Code* code = nullptr;
+        const float* norm = nullptr;
+        if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
+        if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
+        host::backward_plane<K, S>(static_cast<const float*>(x_wide), in_w, static_cast<const float*>(dy_wide), out_w,
+                                   code, ldc, norm, ldn, dx_wide, in_w, g, rule, out_h, out_w, full_first, full_end);
+        copy_plane(static_cast<const float*>(dx_wide), in_w, host::plane_mut(dx, n, c), lddx, in_h, in_w);
+      });
+    });
+  });
+}
+
+// y (bf16) from x (bf16), leaving the workspace (fp32 norms) as forward() does: the bits of
+// forward() into an fp32 copy of y, rounded once. Only where forward_host_route_fits
+// (pool2d_kernels.hpp).
+template <class X, class Out, class Codes, class Norms>
+void forward_bf16_rows(const Pool2dOptions& options, const X& x, const Out& y, const Work<Codes, Norms>& work,
+                       const Placement& at) {
+  if constexpr (is_host_space<typename Out::execution_space>) forward_rows_on_host(options, x, y, work, at);
+}
+
+// dx (bf16, every cell of the window written) from dy (bf16) and the workspace forward left,
+// as backward() computes it on fp32 copies. Only where backward_host_route_fits
+// (pool2d_kernels.hpp).
+template <class X, class Grad, class Out, class Codes, class Norms>
+void backward_bf16_planes(const Pool2dOptions& options, const X& x, const Grad& dy, const Out& dx,
+                          const Work<Codes, Norms>& work, const Placement& at) {
+  if constexpr (is_host_space<typename Out::execution_space>) backward_planes_on_host(options, x, dy, dx, work, at);
+}
+
+}  // namespace tessera::layers::pool_kernels
