@@ -141,13 +141,14 @@ struct PlaneTraversal {
     std::int64_t x = s.window_offset + (p / s.extent[C]) * sn + (p % s.extent[C]) * sc;
     std::int64_t b = s.buffer_offset + p * eh * ew;
 #if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
-    if (names_window_cells<Op>::value && ew <= kNarrowRow) {
-      for (std::int64_t h = 0; h < eh; ++h, x += sh, b += ew) {
-        if constexpr (names_window_cells<Op>::value)
+    if constexpr (names_window_cells<Op>::value) {
+      if (ew <= kNarrowRow) {
+        for (std::int64_t h = 0; h < eh; ++h, x += sh, b += ew) {
           if (h + kAhead < eh) __builtin_prefetch(op.window_cell(x + kAhead * sh), 1);
-        for (std::int64_t w = 0; w < ew; ++w) op(x + w, b + w);
+          for (std::int64_t w = 0; w < ew; ++w) op(x + w, b + w);
+        }
+        return;
       }
-      return;
     }
 #endif
     for (std::int64_t h = 0; h < eh; ++h, x += sh, b += ew)

@@ -44,7 +44,9 @@ void expect_weight_gradients_of_their_operands(std::int64_t stride) {
   const auto backend = make_conv_backend();
   // The oneDNN backend (CPU builds, the only ones that compile this test) runs bf16
   // everywhere, natively or widened to f32.
-  if (std::is_same_v<T, bf16>) ASSERT_TRUE(backend->runs_bf16()) << backend->why_no_bf16();
+  if (std::is_same_v<T, bf16>) {
+    ASSERT_TRUE(backend->runs_bf16()) << backend->why_no_bf16();
+  }
   SCOPED_TRACE(::testing::Message() << "stride " << stride);
   std::mt19937 random(17);
   ReferenceConv reference;
