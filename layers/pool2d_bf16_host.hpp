@@ -96,12 +96,31 @@ inline bool windows_tile_2x2(const Geometry& g, Int in_h, Int in_w, Int out_h, I
   return first_a == 0 && first_b == 2 && last_a == 0 && last_b == 2;
 }
 
-template <class X, class Out, class Codes, class Norms>
-void forward_rows_on_host(const Pool2dOptions& options, const X& x, const Out& y, const Work<Codes, Norms>& work,
-                          const Placement& at) {
+// Runs body(kind, stride, team, scratch, ldc, ldn) once for each of `teams` host teams of one
+// thread, with `floats` of per-team fp32 scratch; kind and stride as the integral constants
+// of with_kind and host::with_stride, ldc and ldn the workspace's row strides.
+template <class Codes, class Norms, class Body>
+void on_host_teams(const char* label, Int teams, std::size_t floats, const Pool2dOptions& options,
+                   const Work<Codes, Norms>& work, Int stride, const Body& body) {
   using Space = Kokkos::DefaultHostExecutionSpace;
   using Team = Kokkos::TeamPolicy<Space>;
   using Scratch = Kokkos::View<float*, Space::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  const Team policy = Team(teams, 1).set_scratch_size(1, Kokkos::PerTeam(Scratch::shmem_size(floats)));
+  with_kind(options.kind, [&](auto kind) {
+    constexpr PoolKind K = decltype(kind)::value;
+    const Int ldc = K == PoolKind::max ? Int(work.codes.stride(2)) : 0;
+    const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
+    host::with_stride(stride, [&](auto s) {
+      Kokkos::parallel_for(kernel_label(label), policy, [=](const typename Team::member_type& team) {
+        body(kind, s, team.league_rank(), Scratch(team.team_scratch(1), floats).data(), ldc, ldn);
+      });
+    });
+  });
+}
+
+template <class X, class Out, class Codes, class Norms>
+void forward_rows_on_host(const Pool2dOptions& options, const X& x, const Out& y, const Work<Codes, Norms>& work,
+                          const Placement& at) {
   const Geometry g = geometry_of(options, at);
   const Rule rule = rule_of(options);
   const Int channels = Int(y.extent(1)), out_h = Int(y.extent(2)), out_w = Int(y.extent(3));
@@ -111,36 +130,28 @@ void forward_rows_on_host(const Pool2dOptions& options, const X& x, const Out& y
   Int full_first, full_end;
   host::full_columns(g, out_w, full_first, full_end);
   const Int ldx = Int(x.stride(2)), ldy = Int(y.stride(2));
-  const Team policy = Team(teams, 1).set_scratch_size(1, Kokkos::PerTeam(Scratch::shmem_size(out_w)));
-  with_kind(options.kind, [&](auto kind) {
-    constexpr PoolKind K = decltype(kind)::value;
-    const Int ldc = K == PoolKind::max ? Int(work.codes.stride(2)) : 0;
-    const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
-    host::with_stride(g.sw, [&](auto stride) {
-      constexpr int S = decltype(stride)::value;
-      Kokkos::parallel_for(kernel_label("tessera::pool2d_forward_bf16"), policy, [=](const typename Team::member_type& team) {
-        const Int t = team.league_rank(), p = t / runs_per_plane, c = p % channels, n = p / channels;
-        const Int first = (t % runs_per_plane) * run, end = std::min(first + run, out_h);
-        float* const row = Scratch(team.team_scratch(1), out_w).data();
-        for (Int oh = first; oh < end; ++oh) {
-          Code* code = nullptr;
-          float* norm = nullptr;
-          if constexpr (K == PoolKind::max) code = host::plane_mut(work.codes, n, c) + oh * ldc;
-          if constexpr (K == PoolKind::l2) norm = host::plane_mut(work.norms, n, c) + oh * ldn;
-          host::forward_row<K, S>(host::plane(x, n, c), ldx, row, code, norm, g, rule, oh, out_w, full_first, full_end);
-          copy_plane(static_cast<const float*>(row), out_w, host::plane_mut(y, n, c) + oh * ldy, out_w, 1, out_w);
-        }
-      });
-    });
-  });
+  on_host_teams("tessera::pool2d_forward_bf16", teams, std::size_t(out_w), options, work, g.sw,
+                [=](auto kind, auto stride, Int t, float* row, Int ldc, Int ldn) {
+                  constexpr PoolKind K = decltype(kind)::value;
+                  constexpr int S = decltype(stride)::value;
+                  const Int p = t / runs_per_plane, c = p % channels, n = p / channels;
+                  const Int first = (t % runs_per_plane) * run, end = std::min(first + run, out_h);
+                  for (Int oh = first; oh < end; ++oh) {
+                    Code* code = nullptr;
+                    float* norm = nullptr;
+                    if constexpr (K == PoolKind::max) code = host::plane_mut(work.codes, n, c) + oh * ldc;
+                    if constexpr (K == PoolKind::l2) norm = host::plane_mut(work.norms, n, c) + oh * ldn;
+                    host::forward_row<K, S>(host::plane(x, n, c), ldx, row, code, norm, g, rule, oh, out_w, full_first,
+                                            full_end);
+                    copy_plane(static_cast<const float*>(row), out_w, host::plane_mut(y, n, c) + oh * ldy, out_w, 1,
+                               out_w);
+                  }
+                });
 }
 
 template <class X, class Grad, class Out, class Codes, class Norms>
 void backward_planes_on_host(const Pool2dOptions& options, const X& x, const Grad& dy, const Out& dx,
                              const Work<Codes, Norms>& work, const Placement& at) {
-  using Space = Kokkos::DefaultHostExecutionSpace;
-  using Team = Kokkos::TeamPolicy<Space>;
-  using Scratch = Kokkos::View<float*, Space::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   const Geometry g = geometry_of(options, at);
   const Rule rule = rule_of(options);
   const Int channels = Int(dx.extent(1)), in_h = Int(dx.extent(2)), in_w = Int(dx.extent(3));
@@ -152,40 +163,28 @@ void backward_planes_on_host(const Pool2dOptions& options, const X& x, const Gra
   const Int in_cells = in_h * in_w, out_cells = out_h * out_w;
   const std::size_t floats = static_cast<std::size_t>(in_cells * (reads_x ? 2 : 1) + out_cells);
   const bool tiles = windows_tile_2x2(g, in_h, in_w, out_h, out_w, full_first, full_end);
-  const Team policy = Team(planes, 1).set_scratch_size(1, Kokkos::PerTeam(Scratch::shmem_size(floats)));
-  with_kind(options.kind, [&](auto kind) {
-    constexpr PoolKind K = decltype(kind)::value;
-    const Int ldc = K == PoolKind::max ? Int(work.codes.stride(2)) : 0;
-    const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
-    host::with_stride(g.sw, [&](auto stride) {
-      constexpr int S = decltype(stride)::value;
-      Kokkos::parallel_for(kernel_label("tessera::pool2d_backward_bf16"), policy, [=](const typename Team::member_type& team) {
-        const Int p = team.league_rank(), c = p % channels, n = p / channels;
-        const Scratch scratch(team.team_scratch(1), floats);
-        float* const dx_wide = scratch.data();
-        if (tiles) {
-          const Code* code = nullptr;
-          const float* norm = nullptr;
-          if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
-          if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
+  on_host_teams(
+      "tessera::pool2d_backward_bf16", planes, floats, options, work, g.sw,
+      [=](auto kind, auto stride, Int p, float* dx_wide, Int ldc, Int ldn) {
+        constexpr PoolKind K = decltype(kind)::value;
+        constexpr int S = decltype(stride)::value;
+        const Int c = p % channels, n = p / channels;
+        const Code* code = nullptr;
+        const float* norm = nullptr;
+        if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
+        if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
+        if (tiles)
           return backward_2x2_tiles<K>(host::plane(x, n, c), ldx, host::plane(dy, n, c), lddy, code, ldc, norm, ldn,
                                        host::plane_mut(dx, n, c), lddx, out_h, out_w, dx_wide);
-        }
         float* const dy_wide = dx_wide + in_cells;
         float* const x_wide = reads_x ? dy_wide + out_cells : dx_wide;  // read by l2 only
         copy_plane(host::plane(dy, n, c), lddy, dy_wide, out_w, out_h, out_w);
         if (reads_x) copy_plane(host::plane(x, n, c), ldx, x_wide, in_w, in_h, in_w);
         std::fill_n(dx_wide, in_cells, 0.0f);
-        const Code* code = nullptr;
-        const float* norm = nullptr;
-        if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
-        if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
         host::backward_plane<K, S>(static_cast<const float*>(x_wide), in_w, static_cast<const float*>(dy_wide), out_w,
                                    code, ldc, norm, ldn, dx_wide, in_w, g, rule, out_h, out_w, full_first, full_end);
         copy_plane(static_cast<const float*>(dx_wide), in_w, host::plane_mut(dx, n, c), lddx, in_h, in_w);
       });
-    });
-  });
 }
 
 // y (bf16) from x (bf16), leaving the workspace (fp32 norms) as forward() does: the bits of
