@@ -16,12 +16,6 @@
 
 namespace tessera::layers {
 
-struct Padding {
-  std::int64_t top = 0, bottom = 0, left = 0, right = 0;
-  static constexpr Padding uniform(std::int64_t p) { return {p, p, p, p}; }
-  friend bool operator==(const Padding&, const Padding&) = default;
-};
-
 class SpecOptions;
 
 // The padding keys shared by conv and the pools: pad, overridden per side by pad_top,

@@ -2,8 +2,10 @@
 // ConvBackend: the one small interface between Conv2d and a convolution library — oneDNN
 // on CPU (layers/onednn/), cuDNN on GPU (layers/cudnn/); exactly one is compiled per build.
 //
-// A backend sees only "valid" convolutions (no padding): the layer hands it the input
-// window, whose border cells already hold the zero padding or a neighbour's halo. Tensors
+// A backend sees "valid" convolutions (no padding): the layer hands it the input window,
+// whose border cells already hold the zero padding or a neighbour's halo. The exception is
+// a backend whose takes_padding() is true: it is handed zero padding around the input in
+// ConvGeometry::pad (the transposed convolution's crop and embed; deconv2d.hpp). Tensors
 // are NCHW with arbitrary element strides, so sub-boxes of a window (interior, border
 // strips) are passed in place, without copies. Pointers are in the build's Kokkos memory
 // space. Weights are dense OIHW (O, C/groups, kh, kw); bias is dense (O).
@@ -25,20 +27,32 @@
 
 namespace tessera::layers {
 
+// Zero cells on each side of an image (layer specs: conv2d_options.hpp).
+struct Padding {
+  std::int64_t top = 0, bottom = 0, left = 0, right = 0;
+  static constexpr Padding uniform(std::int64_t p) { return {p, p, p, p}; }
+  friend bool operator==(const Padding&, const Padding&) = default;
+};
+
 // Everything about a convolution that is not a tensor shape.
 struct ConvGeometry {
   std::int64_t kh = 1, kw = 1;  // kernel
   std::int64_t sh = 1, sw = 1;  // stride
   std::int64_t dh = 1, dw = 1;  // dilation (1: dense kernel)
   std::int64_t groups = 1;
+  // Zero cells around the input, non-negative; all zero except for backends that take
+  // padding (ConvBackend::takes_padding).
+  Padding pad{};
   friend bool operator==(const ConvGeometry&, const ConvGeometry&) = default;
 
-  // Output extent of a valid convolution over `in` input cells along height / width.
-  std::int64_t valid_h(std::int64_t in) const { return (in - (kh - 1) * dh - 1) / sh + 1; }
-  std::int64_t valid_w(std::int64_t in) const { return (in - (kw - 1) * dw - 1) / sw + 1; }
+  bool padded() const { return pad.top != 0 || pad.bottom != 0 || pad.left != 0 || pad.right != 0; }
+  // Output extent of the convolution over `in` input cells (and the padding) along height /
+  // width.
+  std::int64_t valid_h(std::int64_t in) const { return (in + pad.top + pad.bottom - (kh - 1) * dh - 1) / sh + 1; }
+  std::int64_t valid_w(std::int64_t in) const { return (in + pad.left + pad.right - (kw - 1) * dw - 1) / sw + 1; }
 };
 
-// The input-side extents the outputs `out` read: `in` cut to (out - 1) * stride +
+// The input-side extents the outputs `out` of an unpadded convolution read: `in` cut to (out - 1) * stride +
 // (kernel - 1) * dilation + 1 rows and columns where it holds more (a window may carry up to
 // stride - 1 cells no output reads); never grown.
 inline Shape4 conv_read_dims(const ConvGeometry& g, const Shape4& in, const Shape4& out) {
@@ -88,6 +102,26 @@ class ConvBackend {
   virtual void backward_weights(const ConvGeometry& g, const ConstTensor4& x, const ConstTensor4& dy,
                                 float* dweight, float* dbias) = 0;
 
+  // Whether the three calls above (and their bf16 forms) take ConvGeometry::pad: x is
+  // read as if surrounded by that many zero cells (forward, backward_weights), and
+  // backward_data writes the gradient of the unpadded cells only. Where false, the layers
+  // pass no padding and stage the zeros or the crop themselves.
+  virtual bool takes_padding() const { return false; }
+
+  // A transposed convolution's forward in one call: y = backward_data for dy = x, plus
+  // bias(c) (may be null) on every cell of channel c, rounded once more where y is bf16 (as
+  // a separate add would). Returns false, having written nothing, where this backend has no
+  // fused path for the call; the caller then runs backward_data into scratch and adds the
+  // bias itself. Padding as for backward_data (only where takes_padding()).
+  virtual bool transposed_forward(const ConvGeometry&, const ConstTensor4&, const float*, const float*,
+                                  const MutableTensor4&) {
+    return false;
+  }
+  virtual bool transposed_forward_bf16(const ConvGeometry&, const Tensor4Ref<const bf16>&, const bf16*, const bf16*,
+                                       const Tensor4Ref<bf16>&) {
+    return false;
+  }
+
   // The same three in bf16: activations, weight and bias in bf16, sums in fp32, weight and
   // bias gradients added in fp32. Only called when runs_bf16(); the defaults throw.
   // why_no_bf16: the clause a refusal gives when runs_bf16() is false (no bf16 path in this
@@ -125,6 +159,12 @@ void conv_backward_data(ConvBackend& b, const ConvGeometry& g, const Tensor4Ref<
                         const Tensor4Ref<T>& dx) {
   if constexpr (std::is_same_v<T, bf16>) b.backward_data_bf16(g, dy, weight, dx);
   else b.backward_data(g, dy, weight, dx);
+}
+template <class T>
+bool conv_transposed_forward(ConvBackend& b, const ConvGeometry& g, const Tensor4Ref<const T>& x, const T* weight,
+                             const T* bias, const Tensor4Ref<T>& y) {
+  if constexpr (std::is_same_v<T, bf16>) return b.transposed_forward_bf16(g, x, weight, bias, y);
+  else return b.transposed_forward(g, x, weight, bias, y);
 }
 template <class T>
 void conv_backward_weights(ConvBackend& b, const ConvGeometry& g, const Tensor4Ref<const T>& x,

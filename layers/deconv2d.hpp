@@ -18,14 +18,19 @@
 // weights). One interface, with its per-shape caches and workspace, and no second backend
 // to keep alike across CPU and GPU.
 //
-// The backend sees only valid (unpadded) convolutions. The valid transposed convolution of
-// a window writes the "full" output rows [lo*s - pad_top, (hi-1)*s - pad_top + d*(k-1) + 1):
-// the output box plus up to d*(k-1) rows either side — or less than the box where no input
-// reaches (a stride longer than the kernel's span, out_pad). So forward writes the full rows
-// into scratch and a kernel crops the box out of them, adding the bias (cells the full span
-// misses get the bias alone); backward embeds the owned dy, zero elsewhere, into full-size
-// scratch, whose valid convolution is dx over the window and which pairs with x's window
-// for dW. The scratch is one buffer per layer, grown on demand.
+// The valid transposed convolution of a window writes the "full" output rows
+// [lo*s - pad_top, (hi-1)*s - pad_top + d*(k-1) + 1): the output box plus up to d*(k-1) rows
+// either side — or less than the box where no input reaches (a stride longer than the
+// kernel's span, out_pad). Where the full span holds the box and the backend takes padding
+// (ConvBackend::takes_padding), the box is the full span cropped, which is the data
+// gradient of a *padded* convolution: forward writes y in place (transposed_forward, the
+// bias added by the backend where it fuses it), and backward reads the owned dy as that
+// convolution's input with the zeros as padding. Otherwise (and on backends without
+// padding) forward writes the full rows into scratch and a kernel crops the box out of
+// them, adding the bias (cells the full span misses get the bias alone); backward embeds
+// the owned dy, zero elsewhere, into full-size scratch, whose valid convolution is dx over
+// the window and which pairs with x's window for dW. The scratch is one buffer per layer,
+// grown on demand.
 //
 // Backward follows Windowed: dx over the whole window from the owned dy, then the
 // accumulate exchange adds the halo part at its owners — no halo of dy. Weight and bias are
@@ -66,9 +71,8 @@ using Int = std::int64_t;
 // owned dy into zeroed full-size scratch): dst(n, c, h, w) = base(c) + src(n, c, h + row_shift,
 // w + col_shift) where src has that cell, base(c) alone where it has not; with `base` empty,
 // a copy (zero where src has no cell). On the host a row is a fill, the covered run and a
-// fill; the run is a copy without a base, else the cell loops' vectorised rows (an AVX-512
-// clone where it rounds to bf16): bf16 adds at the baseline ISA were a third of a bf16
-// deconvolution's time (64x64 -> 128x128, 32 -> 16 channels).
+// fill; the run is a copy without a base, else the cell loops' vectorised rows
+// (AddConstant).
 template <class T, class Base>
 struct ShiftedCopy {
   Rows<const T> src;
@@ -77,14 +81,6 @@ struct ShiftedCopy {
   Int dst_cols;
   Int row_shift, col_shift;
   Base base;  // extent 0: no base
-  // dst[w] = base + src[w] over a run of cells.
-  struct AddBase {
-    const T* src;
-    T* dst;
-    Compute<T> base;
-    static constexpr bool wide_vectors = std::is_same_v<T, bf16>;  // cell_loop.hpp: bf16 rounding
-    KOKKOS_INLINE_FUNCTION void operator()(Int w) const { dst[w] = T(base + Compute<T>(src[w])); }
-  };
   struct Row {
     const T* src;  // the row of src that feeds this row of dst, or null
     T* dst;
@@ -101,7 +97,7 @@ struct ShiftedCopy {
       for (Int w = 0; w < a; ++w) dst[w] = base;
       if (b > a) {
         if (has_base)
-          cell_loop_detail::host_row(AddBase{src + a + col_shift, dst + a, Compute<T>(base)}, b - a);
+          cell_loop_detail::host_row(AddConstant<T>{src + a + col_shift, dst + a, Compute<T>(base)}, b - a);
         else
           std::memcpy(static_cast<void*>(dst + a), src + a + col_shift, static_cast<std::size_t>(b - a) * sizeof(T));
       }
@@ -244,22 +240,29 @@ class Deconv2d final : public Layer<T> {
     if (!(dx.distribution() == x.distribution()))
       throw std::invalid_argument("deconv(" + options() + "): dx is " + dx.distribution().describe() +
                                   " but forward's x was " + x.distribution().describe());
-    const ConvGeometry g = options_.geometry();
     const Box window = input_window(dy.owned_box(), x.distribution().global_shape());
-    // Both gradients read dy over the full transposed span of the window.
-    std::optional<Scratch> full_dy;
-    if (!window.empty()) full_dy = embed(dy, full_span(window));
+    // Both gradients read dy over the full transposed span of the window: the owned dy with
+    // zero padding, or embedded in zeroed scratch.
+    ConvGeometry g = options_.geometry();
+    std::optional<Tensor4Ref<const T>> full_dy;
+    if (!window.empty()) {
+      const Box full = full_span(window);
+      if (const std::optional<Padding> pad = padding_to(dy.owned_box(), full)) {
+        g.pad = *pad;
+        full_dy = tensor_ref<const T>(dy.owned());
+      } else {
+        full_dy = tensor_ref<const T>(embed(dy, full));
+      }
+    }
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& w) {
-          if (full_dy)
-            conv_forward<T>(*backend_, g, tensor_ref<const T>(*full_dy), weight_.value.data(), nullptr,
-                            tensor_ref<T>(dx.local(w)));
+          if (full_dy) conv_forward<T>(*backend_, g, *full_dy, weight_.value.data(), nullptr, tensor_ref<T>(dx.local(w)));
         },
         [&] {
           if (full_dy)
-            conv_backward_weights<T>(*backend_, g, tensor_ref<const T>(*full_dy), tensor_ref<const T>(x.local(window)),
-                                     weight_.grad.data(), nullptr);
+            conv_backward_weights<T>(*backend_, g, *full_dy, tensor_ref<const T>(x.local(window)), weight_.grad.data(),
+                                     nullptr);
           if (bias_) deconv_kernels::add_channel_sums(dy.owned(), bias_->grad, bias_sums_);
         });
   }
@@ -286,18 +289,34 @@ class Deconv2d final : public Layer<T> {
     return f;
   }
 
+  // The padding that crops the full span `full` to `box` (the padded convolution's input is
+  // the box), where the backend takes padding and `full` holds the box; else nullopt.
+  std::optional<Padding> padding_to(const Box& box, const Box& full) const {
+    if (!backend_->takes_padding()) return std::nullopt;
+    const Padding p{box.lo[H] - full.lo[H], full.hi[H] - box.hi[H], box.lo[W] - full.lo[W], full.hi[W] - box.hi[W]};
+    if (p.top < 0 || p.bottom < 0 || p.left < 0 || p.right < 0) return std::nullopt;
+    return p;
+  }
+
   // y over `out` from x over its window (empty where no input reaches: bias alone).
   void forward_box(const Tensor<T>& x, const Tensor<T>& y, const Box& out, const Box& window) {
     if (out.empty()) return;
+    const typename Parameter<T>::View bias = bias_ ? bias_->value : typename Parameter<T>::View();
     Box full;  // empty: the crop reads nothing
     Scratch values;
     if (!window.empty()) {
       full = full_span(window);
+      ConvGeometry g = options_.geometry();
+      if (const std::optional<Padding> pad = padding_to(out, full)) {
+        g.pad = *pad;
+        if (conv_transposed_forward<T>(*backend_, g, tensor_ref<const T>(x.local(window)), weight_.value.data(),
+                                       bias_ ? bias.data() : nullptr, tensor_ref<T>(y.local(out))))
+          return;
+      }
       values = scratch(full.shape());
       conv_backward_data<T>(*backend_, options_.geometry(), tensor_ref<const T>(x.local(window)),
                             weight_.value.data(), tensor_ref<T>(values));
     }
-    const typename Parameter<T>::View bias = bias_ ? bias_->value : typename Parameter<T>::View();
     deconv_kernels::shifted_copy<T>("tessera::deconv_crop", values, y.local(out), out.lo[H] - full.lo[H],
                                     out.lo[W] - full.lo[W], bias);
   }

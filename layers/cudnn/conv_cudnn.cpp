@@ -79,6 +79,8 @@ struct ProblemKey {
 
 // cuDNN indexes with int: a tensor spanning 2^31 elements is refused before any call.
 const ProblemKey& checked(const ProblemKey& k) {
+  // takes_padding() is false here: the layers stage zeros and crops themselves.
+  if (k.geometry.padded()) throw std::logic_error("cuDNN convolution: a padded call although takes_padding() is false");
   check_tensor_span(k.in_dims, k.in_strides, "cuDNN convolution: the input window");
   check_tensor_span(k.out_dims, k.out_strides, "cuDNN convolution: the output");
   return k;

@@ -7,6 +7,8 @@
 // (Staging::planes_faster). Forward, backward-data and backward-weights share one
 // descriptor setup. bf16 strided backward data runs as stride-1 problems, one per row phase
 // (stride_phases.hpp); bf16 1x1 convolutions as matmuls on the planes (pointwise_conv.hpp).
+// Padding (takes_padding) is the primitives' own; the phases deliver the cropped cells, and
+// a transposed forward's bias with them.
 // After a shape's first call nothing is allocated: the caller's arrays are cached memory
 // objects pointed at each call's data, primitives run through the C API with their
 // arguments in an array on the stack (the C++ API's execute builds a map, and a memory
@@ -75,7 +77,7 @@ struct Problem {
   Dt compute = Dt::f32;                   // what the primitives read and write (module comment)
   memory::desc user_weights, user_bias;  // the caller's dense OIHW (goihw with groups) and O
   memory::desc user_weight_grad, user_bias_grad;  // the same in f32
-  memory::dims strides, dilates, padding{0, 0};
+  memory::dims strides, dilates, padding_l, padding_r;  // padding: top/left, bottom/right
   dnnl::convolution_forward::primitive_desc forward_pd;  // also the hint for backward
   std::optional<dnnl::convolution_forward> forward;
   std::optional<dnnl::convolution_backward_data::primitive_desc> data_pd;
@@ -106,9 +108,11 @@ struct Problem {
     user_bias_grad = memory::desc(bias_dims, Dt::f32, Tag::a);
     strides = {g.sh, g.sw};
     dilates = {g.dh - 1, g.dw - 1};  // oneDNN counts the cells skipped, not the step
+    padding_l = {g.pad.top, g.pad.left};
+    padding_r = {g.pad.bottom, g.pad.right};
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                             any(src_dims), any(weights_dims), bias_desc(),
-                                            any(dst_dims), strides, dilates, padding, padding);
+                                            any(dst_dims), strides, dilates, padding_l, padding_r);
     forward_pd = dnnl::convolution_forward::primitive_desc(d, engine);
     forward_md = {forward_pd.src_desc(), forward_pd.weights_desc(),
                   k.with_bias ? forward_pd.bias_desc() : memory::desc(), forward_pd.dst_desc()};
@@ -123,7 +127,7 @@ struct Problem {
     if (data) return;
     const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, any(src_dims),
                                                   any(weights_dims), any(dst_dims), strides, dilates,
-                                                  padding, padding);
+                                                  padding_l, padding_r);
     data_pd.emplace(d, engine, forward_pd);
     data.emplace(*data_pd);
     data_md = {data_pd->diff_src_desc(), data_pd->weights_desc(), memory::desc(), data_pd->diff_dst_desc()};
@@ -134,7 +138,7 @@ struct Problem {
     // The weight gradient in f32: it adds into Parameter::grad (fp32 for every model).
     const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, any(src_dims),
                                                      any_desc(weights_dims, Dt::f32), bias_desc(), any(dst_dims),
-                                                     strides, dilates, padding, padding);
+                                                     strides, dilates, padding_l, padding_r);
     weights_pd.emplace(d, engine, forward_pd);
     weights.emplace(*weights_pd);
     weights_md = {weights_pd->src_desc(), weights_pd->diff_weights_desc(),
@@ -352,6 +356,15 @@ class OnednnConv final : public ConvBackend {
                              float* dweight, float* dbias) override {
     run_backward_weights(g, x, dy, dweight, dbias);
   }
+  bool takes_padding() const override { return true; }
+  bool transposed_forward(const ConvGeometry& g, const ConstTensor4& x, const float* weight, const float* bias,
+                          const MutableTensor4& y) override {
+    return run_transposed_forward(g, x, weight, bias, y);
+  }
+  bool transposed_forward_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const bf16* weight,
+                               const bf16* bias, const Tensor4Ref<bf16>& y) override {
+    return run_transposed_forward(g, x, weight, bias, y);
+  }
 
  private:
   template <class E>
@@ -380,6 +393,26 @@ class OnednnConv final : public ConvBackend {
     stream_.wait();
   }
 
+  // Without a bias: backward data, on any route. With one: only where the phases' delivery
+  // adds it (bf16 strided calls); the primitives have no bias, and a pass of its own over y
+  // would cost what the caller's crop does.
+  template <class E>
+  bool run_transposed_forward(const ConvGeometry& g, const Tensor4Ref<const E>& x, const E* weight, const E* bias,
+                              const Tensor4Ref<E>& y) {
+    if (!bias) {
+      run_backward_data(g, x, weight, y);
+      return true;
+    }
+    if (!(y.strides[W] == 1 || y.dims[W] == 1)) return false;
+    Problem& p = problem(g, y.dims, x.dims[C], false, onednn::data_type_of<E>());
+    expect_output(p, x.dims, "transposed forward");
+    PhasedData* phased = phased_data(p);
+    if (!phased) return false;
+    staged_dy_.reset();
+    run_backward_data_by_phases(*phased, x, weight, y, bias);
+    return true;
+  }
+
   template <class E>
   void run_backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
                          const Tensor4Ref<E>& dx) {
@@ -390,7 +423,7 @@ class OnednnConv final : public ConvBackend {
     // The phases write their own buffers, so x as forward staged it stays for the weight
     // gradient (conv's backward); the one primitive below stages dx in x's scratch.
     if (dx.strides[W] == 1 || dx.dims[W] == 1)
-      if (PhasedData* phased = phased_data(p)) return run_backward_data_by_phases(*phased, dy, weight, dx);
+      if (PhasedData* phased = phased_data(p)) return run_backward_data_by_phases(*phased, dy, weight, dx, static_cast<const E*>(nullptr));
     staged_x_.reset();
     p.ensure_data(engine_);
     const Problem::Formats& pd = p.data_md;
@@ -452,9 +485,11 @@ class OnednnConv final : public ConvBackend {
     return &d;
   }
 
+  // dx over the padded input by phases, delivered cropped to the unpadded cells (plus bias,
+  // where not null).
   template <class E>
   void run_backward_data_by_phases(PhasedData& phased, const Tensor4Ref<const E>& dy, const E* weight,
-                                   const Tensor4Ref<E>& dx) {
+                                   const Tensor4Ref<E>& dx, const E* bias) {
     if constexpr (std::is_same_v<E, bf16>) {
       const stride_phases::Split& split = *phased.split;
       const memory user_dy = user_.strided(Role::destination, dy);
@@ -472,7 +507,7 @@ class OnednnConv final : public ConvBackend {
       }
       stream_.wait();
       stride_phases::deliver(split, phased.values.data(), reinterpret_cast<std::uint16_t*>(dx.data), dx.dims,
-                             dx.strides);
+                             dx.strides, phased.key.geometry.pad, bias);
       if (diff_dst.get_data_handle() != user_dy.get_data_handle())
         staged_dy_ = Staged{dy.data, user_dy.get_desc(), diff_dst};
     } else {

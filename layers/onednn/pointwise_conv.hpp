@@ -144,7 +144,7 @@ class PointwiseConv {
 
   template <class E>
   static bool pointwise(const ConvGeometry& g) {
-    const bool one_by_one = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.groups == 1;
+    const bool one_by_one = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.groups == 1 && !g.padded();
     // bf16 without oneDNN's bf16 kernels: the convolution path widens to fp32 (conv_onednn).
     return one_by_one && data_type_of<E>() == Dt::bf16 && onednn_bf16_native();
   }

@@ -81,41 +81,55 @@ void gather_taps(const E* weight, const ConvGeometry& g, const Split& s, const R
 
 namespace detail {
 
-// One (n, h) row of NCHW dx: the row of its phase, width x channels, transposed into the
-// row's channels x width plane row; zero where no phase row or column holds it.
+// One (n, h) row of NCHW dx: the row of its phase, width x channels from column `crop.left`,
+// transposed into the row's channels x width plane row; zero where no phase row or column
+// holds it; then bias(c) added to plane row c where there is a bias.
 struct Rows {
   const Split* split;
   const std::uint16_t* const* phase_data;
   std::uint16_t* dx;
   Shape4 dims;
   Index4 strides;
+  Padding crop;
+  const bf16* bias;  // null: none
   bool vectors;
   void operator()(std::int64_t row) const {
     const std::int64_t height = dims[H], width = dims[W], channels = dims[C];
-    const std::int64_t n = row / height, h = row % height, a = h % split->sh, u = h / split->sh;
+    const std::int64_t n = row / height, h = row % height + crop.top;
+    const std::int64_t a = h % split->sh, u = h / split->sh;
     const RowPhase& p = split->phases[static_cast<std::size_t>(a)];
-    const std::int64_t cells = split->sw * split->cols;
-    const std::int64_t held = u < p.rows ? (cells < width ? cells : width) : 0;
-    std::uint16_t* out = dx + n * strides[N] + h * strides[H];
+    const std::int64_t cells = split->sw * split->cols, past = cells - crop.left;
+    const std::int64_t held = u < p.rows && past > 0 ? (past < width ? past : width) : 0;
+    std::uint16_t* out = dx + n * strides[N] + (row % height) * strides[H];
     if (held > 0)
-      transpose16::matrix(phase_data[a] + (n * p.rows + u) * cells * channels, channels, out, strides[C], held,
-                          channels, vectors);
-    if (held < width)
-      for (std::int64_t c = 0; c < channels; ++c)
-        std::memset(out + c * strides[C] + held, 0, static_cast<std::size_t>(width - held) * sizeof(std::uint16_t));
+      transpose16::matrix(phase_data[a] + ((n * p.rows + u) * cells + crop.left) * channels, channels, out,
+                          strides[C], held, channels, vectors);
+    for (std::int64_t c = 0; c < channels; ++c) {
+      bf16* plane_row = reinterpret_cast<bf16*>(out + c * strides[C]);
+      if (!bias) {
+        if (held < width)
+          std::memset(static_cast<void*>(plane_row + held), 0, static_cast<std::size_t>(width - held) * sizeof(bf16));
+        continue;
+      }
+      cell_loop_detail::host_row(AddConstant<bf16>{plane_row, plane_row, float(bias[c])}, held);
+      for (std::int64_t w = held; w < width; ++w) plane_row[w] = bias[c];
+    }
   }
 };
 
 }  // namespace detail
 
 // NCHW bf16 dx (rows of unit stride) from the phases' dense NHWC values (phase_data[a], as
-// bf16 bits, holds phase a folded); cells no phase holds get zero (+0 in bf16). Rows spread
-// over the host threads.
+// bf16 bits, holds phase a folded): dx(n, c, h, w) is the folded problem's cell (h +
+// crop.top, w + crop.left), zero (+0 in bf16) where no phase holds it, plus bias(c) where
+// `bias` is not null (rounded into bf16 once more, as the transposed convolution's bias).
+// Rows spread over the host threads.
 inline void deliver(const Split& split, const std::uint16_t* const* phase_data, std::uint16_t* dx, const Shape4& dims,
-                    const Index4& strides) {
+                    const Index4& strides, const Padding& crop = {}, const bf16* bias = nullptr) {
   using Policy = Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for(kernel_label("tessera::onednn::stride_phases"), Policy(0, dims[N] * dims[H]),
-                       detail::Rows{&split, phase_data, dx, dims, strides, cell_loop_detail::host_isa() >= 1});
+                       detail::Rows{&split, phase_data, dx, dims, strides, crop, bias,
+                                    cell_loop_detail::host_isa() >= 1});
   Kokkos::fence();
 }
 

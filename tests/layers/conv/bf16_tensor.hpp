@@ -1,6 +1,7 @@
 #pragma once
-// bf16 NCHW tensors in strided buffers for the oneDNN backend's route tests (1x1 matmuls,
-// strided backward data by phases), and the relative error they are judged by.
+// NCHW tensors (bf16 mostly) in strided buffers for the oneDNN backend's route tests (1x1
+// matmuls, strided backward data by phases, padded calls), and the relative error they are
+// judged by.
 
 #include <algorithm>
 #include <cmath>
@@ -13,18 +14,19 @@
 
 namespace tessera::layers::testing {
 
-// An NCHW bf16 tensor in a buffer with the given strides (gaps between rows, planes or
-// images stay zero), filled with values in [-1, 1) rounded to bf16.
-struct Bf16Tensor {
+// An NCHW tensor of E (float or bf16) in a buffer with the given strides (gaps between rows,
+// planes or images stay zero), filled with values in [-1, 1) rounded to E.
+template <class E>
+struct StridedTensor {
   Shape4 dims;
   Index4 strides;
-  std::vector<bf16> buffer;
+  std::vector<E> buffer;
 
-  Bf16Tensor(const Shape4& d, const Index4& s, std::mt19937* random) : dims(d), strides(s) {
-    buffer.assign(static_cast<std::size_t>(d[N] * s[N]), bf16(0.0f));
+  StridedTensor(const Shape4& d, const Index4& s, std::mt19937* random) : dims(d), strides(s) {
+    buffer.assign(static_cast<std::size_t>(d[N] * s[N]), E(0.0f));
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     if (random)
-      for (std::int64_t i = 0; i < cells(); ++i) at(i) = bf16(uniform(*random));
+      for (std::int64_t i = 0; i < cells(); ++i) at(i) = E(uniform(*random));
   }
   std::int64_t cells() const { return dims[N] * dims[C] * dims[H] * dims[W]; }
   // Where cell i of the tensor (in NCHW order) lies in the buffer.
@@ -33,11 +35,12 @@ struct Bf16Tensor {
                        n = i / (dims[W] * dims[H] * dims[C]);
     return static_cast<std::size_t>(n * strides[N] + c * strides[C] + h * strides[H] + w * strides[W]);
   }
-  bf16& at(std::int64_t i) { return buffer[offset(i)]; }
+  E& at(std::int64_t i) { return buffer[offset(i)]; }
   double value(std::int64_t i) const { return static_cast<float>(buffer[offset(i)]); }
-  Tensor4Ref<const bf16> in() const { return {buffer.data(), dims, strides}; }
-  Tensor4Ref<bf16> out() { return {buffer.data(), dims, strides}; }
+  Tensor4Ref<const E> in() const { return {buffer.data(), dims, strides}; }
+  Tensor4Ref<E> out() { return {buffer.data(), dims, strides}; }
 };
+using Bf16Tensor = StridedTensor<bf16>;
 
 // Dense planes, planes apart (a gap after every plane and image), rows apart (a halo column).
 inline Index4 dense(const Shape4& d) { return packed_strides(d); }
