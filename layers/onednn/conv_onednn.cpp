@@ -359,11 +359,11 @@ class OnednnConv final : public ConvBackend {
   bool takes_padding() const override { return true; }
   bool transposed_forward(const ConvGeometry& g, const ConstTensor4& x, const float* weight, const float* bias,
                           const MutableTensor4& y) override {
-    return run_transposed_forward(g, x, weight, bias, y);
+    return run_backward_data(g, x, weight, y, bias);
   }
   bool transposed_forward_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const bf16* weight,
                                const bf16* bias, const Tensor4Ref<bf16>& y) override {
-    return run_transposed_forward(g, x, weight, bias, y);
+    return run_backward_data(g, x, weight, y, bias);
   }
 
  private:
@@ -393,37 +393,25 @@ class OnednnConv final : public ConvBackend {
     stream_.wait();
   }
 
-  // Without a bias: backward data, on any route. With one: only where the phases' delivery
-  // adds it (bf16 strided calls); the primitives have no bias, and a pass of its own over y
-  // would cost what the caller's crop does.
+  // dx, on any route; with a bias (a transposed forward's) only where the phases' delivery
+  // adds it (bf16 strided calls): the primitives have no bias, and a pass of its own over dx
+  // would cost what the caller's crop does. Returns false, having written nothing, where a
+  // bias was asked for and the call has no such route.
   template <class E>
-  bool run_transposed_forward(const ConvGeometry& g, const Tensor4Ref<const E>& x, const E* weight, const E* bias,
-                              const Tensor4Ref<E>& y) {
-    if (!bias) {
-      run_backward_data(g, x, weight, y);
-      return true;
-    }
-    if (!(y.strides[W] == 1 || y.dims[W] == 1)) return false;
-    Problem& p = problem(g, y.dims, x.dims[C], false, onednn::data_type_of<E>());
-    expect_output(p, x.dims, "transposed forward");
-    PhasedData* phased = phased_data(p);
-    if (!phased) return false;
+  bool run_backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
+                         const Tensor4Ref<E>& dx, const E* bias = nullptr) {
     staged_dy_.reset();
-    run_backward_data_by_phases(*phased, x, weight, y, bias);
-    return true;
-  }
-
-  template <class E>
-  void run_backward_data(const ConvGeometry& g, const Tensor4Ref<const E>& dy, const E* weight,
-                         const Tensor4Ref<E>& dx) {
-    staged_dy_.reset();
-    if (pointwise_.backward_data(g, dy, weight, dx, stream_)) return;
+    if (!bias && pointwise_.backward_data(g, dy, weight, dx, stream_)) return true;
     Problem& p = problem(g, dx.dims, dy.dims[C], false, onednn::data_type_of<E>());
     expect_output(p, dy.dims, "backward data");
     // The phases write their own buffers, so x as forward staged it stays for the weight
     // gradient (conv's backward); the one primitive below stages dx in x's scratch.
     if (dx.strides[W] == 1 || dx.dims[W] == 1)
-      if (PhasedData* phased = phased_data(p)) return run_backward_data_by_phases(*phased, dy, weight, dx, static_cast<const E*>(nullptr));
+      if (PhasedData* phased = phased_data(p)) {
+        run_backward_data_by_phases(*phased, dy, weight, dx, bias);
+        return true;
+      }
+    if (bias) return false;
     staged_x_.reset();
     p.ensure_data(engine_);
     const Problem::Formats& pd = p.data_md;
@@ -440,6 +428,7 @@ class OnednnConv final : public ConvBackend {
     stream_.wait();
     if (diff_dst.get_data_handle() != user_dy.get_data_handle())
       staged_dy_ = Staged{dy.data, user_dy.get_desc(), diff_dst};
+    return true;
   }
 
   // Strided backward data as stride-1 backward data, one per row phase of dx, columns folded
