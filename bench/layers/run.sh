@@ -59,7 +59,10 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_start="$(load)"
 
 # Case by case, Tessera then PyTorch, so that both meet the same load on a shared machine.
-cases="$("$bench_layers" --list | wc -l)"
+# The case list beside this script: the build's compiled-in path names the tree it was built
+# from, which a bundled build (scripts/gpu-bundle.sh) does not have.
+case_list=(--cases "$here/cases.txt")
+cases="$("$bench_layers" "${case_list[@]}" --list | wc -l)"
 log "layers: $cases cases, $([[ $device == cuda ]] && echo "on the GPU" || echo "$threads threads"), $warmup warm-up + $repeats repeats, Tessera then PyTorch per case"
 append() {  # append() TSV_OUT CASE_TSV: keeps the '#' lines and header of the first case only
   if [[ -s $1 ]]; then grep -v -e '^#' -e '^case' "$2" >>"$1" || true; else cat "$2" >"$1"; fi
@@ -67,8 +70,8 @@ append() {  # append() TSV_OUT CASE_TSV: keeps the '#' lines and header of the f
 : >"$work/tessera.tsv"
 : >"$work/torch.tsv"
 : >"$work/tessera-fp32.tsv"
-tessera_flags=(--format tsv --warmup "$warmup" --repeats "$repeats" --precision "$precision")
-torch_flags=(--format tsv --warmup "$warmup" --repeats "$repeats" --precision "$precision" --device "$device")
+tessera_flags=("${case_list[@]}" --format tsv --warmup "$warmup" --repeats "$repeats" --precision "$precision")
+torch_flags=("${case_list[@]}" --format tsv --warmup "$warmup" --repeats "$repeats" --precision "$precision" --device "$device")
 # On a GPU nothing else shares the device, and a process per case would pay CUDA's start-up
 # 32 times: each side runs every case in one process.
 if [[ $device == cuda ]]; then

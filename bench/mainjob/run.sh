@@ -41,6 +41,9 @@
 # SOURCE (/usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist), CONFIGS,
 # PRECISION (fp32), OUT (default bench/results/mainjob-cpu-<date>.md, with bf16
 # mainjob-bf16-cpu-<date>.md), MPIEXEC (mpiexec, with any flags it needs).
+# DEVICE (cpu; cuda: BUILD_DIR is a CUDA build, PyTorch trains on the GPU with TF32 off, the
+# results file is mainjob[-bf16]-gpu-<date>.md; the runs that split over ranks share the one
+# GPU, so CONFIGS="1x1x1 pytorch" is the comparison there).
 # Exits 77 (skipped) when SOURCE has no Fashion-MNIST.
 set -euo pipefail
 
@@ -78,7 +81,13 @@ read -ra mpiexec <<<"${MPIEXEC:-mpiexec}"  # may carry flags: "mpiexec -launcher
 date="$(date +%F)"
 precision_words="${precisions[*]}" && precision_words="${precision_words// / and }"  # "fp32 and bf16"
 what=mainjob && [[ $precision_words != fp32 ]] && what=mainjob-bf16
-out="${OUT:-$TESSERA_ROOT/bench/results/$what-cpu-$date.md}"
+device="${DEVICE:-cpu}"
+case "$device" in
+  cpu) kind=cpu where="the CPU" ;;
+  cuda) kind=gpu where="the GPU" ;;
+  *) die "DEVICE must be cpu or cuda, got '$device'" ;;
+esac
+out="${OUT:-$TESSERA_ROOT/bench/results/$what-$kind-$date.md}"
 cores="$(getconf _NPROCESSORS_ONLN)"  # not nproc: it reports OMP_NUM_THREADS when set
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -137,7 +146,7 @@ run_torch() {
     log "pytorch: $threads thread(s), $precision$([[ $autocast == bf16 ]] && echo " (autocast)") ($steps steps)"
     OMP_NUM_THREADS="$threads" "$python" "$here/torch_mainjob.py" --model "$spec" --expect-parameters "$parameters" \
       --source "$source_dir" --limit "$limit" --batch "$batch" --lr "$lr" --steps "$steps" --skip "$skip" \
-      --threads "$threads" --autocast "$autocast" >"$work/torch-$precision.jsonl" || die "torch_mainjob.py failed"
+      --threads "$threads" --autocast "$autocast" --device "$device" >"$work/torch-$precision.jsonl" || die "torch_mainjob.py failed"
   done
 }
 
@@ -172,13 +181,14 @@ compiler="$("$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt"
 mkdir -p "$(dirname "$out")"
 {
   if [[ $precision_words == fp32 ]]; then
-    echo "# The main job beside PyTorch on the CPU — $date"
+    echo "# The main job beside PyTorch on $where — $date"
   else
-    echo "# The main job in $precision_words beside PyTorch on the CPU — $date"
+    echo "# The main job in $precision_words beside PyTorch on $where — $date"
   fi
   echo
   echo "Written by \`bench/mainjob/run.sh\` (how to read it: bench/README.md). Whole run: $(($(date +%s) - started)) s."
   echo
+  [[ $device == cuda ]] && echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)." && echo
   echo "Machine: $cpu, $cores cores, $memory GiB. Load average (1/5/15 min) at the start: $load_start; at the end: $(load)."
   echo
   echo "- Tessera (the first run's runtime): $(head -1 "${rows[0]##*:}")"
@@ -187,7 +197,7 @@ mkdir -p "$(dirname "$out")"
   echo "- Training: \`$model\` = \`$spec\` ($parameters parameters), $optimizer lr $lr, global batch $batch,"
   echo "  cross-entropy; Fashion-MNIST training set$( ((limit > 0)) && echo " (first $limit samples)"); $steps steps per run, the first $skip untimed."
   if [[ $precision_words != fp32 ]]; then
-    echo "- Precision: $precision_words (PRECISION=${PRECISION}): Tessera \`--precision\`, PyTorch fp32 or \`torch.autocast('cpu', dtype=torch.bfloat16)\`$([[ ${#precisions[@]} -gt 1 ]] && echo "; each run in fp32, then at once in bf16")."
+    echo "- Precision: $precision_words (PRECISION=${PRECISION}): Tessera \`--precision\`, PyTorch fp32 or \`torch.autocast('$device', dtype=torch.bfloat16)\`$([[ ${#precisions[@]} -gt 1 ]] && echo "; each run in fp32, then at once in bf16")."
     if [[ -n $bf16_warning ]]; then
       echo "  **Tessera's bf16 is emulated on this CPU** (no AVX512-BF16 or AMX): oneDNN runs its fp32 primitives and the"
       echo "  bf16 operands are converted around every call, so bf16 is slower than fp32 here (docs/training.md,"

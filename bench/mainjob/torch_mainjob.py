@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""PyTorch (CPU) side of bench/mainjob/run.sh: trains the main job's net on Fashion-MNIST.
+"""PyTorch side of bench/mainjob/run.sh: trains the main job's net on Fashion-MNIST.
 
     torch_mainjob.py --model SPEC --expect-parameters N [--source DIR] [--limit 0]
                      [--batch 64] [--lr 0.002] [--steps 60] [--skip 10] [--threads 2]
-                     [--autocast off|bf16]
+                     [--autocast off|bf16] [--device cpu|cuda]
 
 SPEC is the sequential spec Tessera resolved the preset to (run.sh reads it from
 tessera-train --verbose), mapped to torch.nn by bench/layers/torch_layers.py: the same
@@ -19,7 +19,7 @@ by 1/255 as tessera-train scales uint8 pixels. One step, all of it timed:
     loss = cross_entropy(model(x / 255), labels); zero_grad; backward; Adam step
 
 with torch.optim.Adam(lr, betas (0.9, 0.999), eps 1e-8) as Tessera's adam. --autocast bf16
-runs the forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's
+runs the forward and the loss under torch.autocast(DEVICE, dtype=torch.bfloat16), PyTorch's
 mixed precision: convolutions and linear layers in bf16, the weights (the masters), their
 gradients and Adam's state in fp32, backward outside the autocast region as PyTorch's
 recipe has it, no gradient scaler (bf16 has fp32's exponent range); the counterpart of
@@ -27,7 +27,9 @@ tessera-train --precision bf16 (docs/training.md, "Mixed precision"). Prints one
 precision (fp32, or bf16 under autocast), parameters, steps, skip, images_per_s (batch *
 timed steps / their total time, the first --skip steps untimed), step_s (mean of the timed
 steps), step_s_median, cpu_s (mean process CPU time per timed step, all threads), first and
-last loss. Exits 3 with a one-line message when torch cannot be imported, as
+last loss. --device cuda trains on the GPU (beside a CUDA build of Tessera; TF32 off, as
+Tessera's cuDNN calls run fp32 in FMA math): the data set moves there once, each step's
+loss.item() waits for the step's kernels. Exits 3 with a one-line message when torch cannot be imported, as
 bench/scaling/torch_net.py does.
 """
 
@@ -67,8 +69,8 @@ def train(torch, a):
 
     images = read_idx(Path(a.source) / "train-images-idx3-ubyte.gz", a.limit)
     labels = read_idx(Path(a.source) / "train-labels-idx1-ubyte.gz", a.limit)
-    images = torch.from_numpy(images).unsqueeze(1)  # (N, 1, 28, 28) uint8
-    labels = torch.from_numpy(labels.astype(np.int64))
+    images = torch.from_numpy(images).unsqueeze(1).to(a.device)  # (N, 1, 28, 28) uint8
+    labels = torch.from_numpy(labels.astype(np.int64)).to(a.device)
     if len(images) < a.batch:
         raise ValueError(f"{len(images)} training images, fewer than one batch of {a.batch}")
     model, _ = build(torch, a.model, (a.batch,) + tuple(images.shape[1:]))
@@ -76,7 +78,7 @@ def train(torch, a):
     if parameters != a.expect_parameters:
         raise ValueError(f"the PyTorch net has {parameters} parameters but Tessera's has {a.expect_parameters}: "
                          "not the same net, refusing to compare")
-    model.train()
+    model.to(a.device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
     loss_fn = torch.nn.CrossEntropyLoss()  # mean over the batch, as Tessera's cross-entropy
     generator = torch.Generator().manual_seed(1)
@@ -86,10 +88,10 @@ def train(torch, a):
         c0 = time.process_time()
         t0 = time.perf_counter()
         if step % per_epoch == 0:
-            order = torch.randperm(len(images), generator=generator)
+            order = torch.randperm(len(images), generator=generator).to(a.device)
         index = order[(step % per_epoch) * a.batch:(step % per_epoch + 1) * a.batch]
         x = images[index].float().mul_(1.0 / 255.0)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
             loss = loss_fn(model(x), labels[index])
         optimizer.zero_grad(set_to_none=False)
         loss.backward()
@@ -115,13 +117,19 @@ def main():
     ap.add_argument("--skip", type=int, default=10, help="untimed warm-up steps (of --steps)")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
     ap.add_argument("--autocast", choices=("off", "bf16"), default="off",
-                    help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
+                    help="bf16: forward and loss under torch.autocast(DEVICE, dtype=torch.bfloat16)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     a = ap.parse_args()
     if a.batch < 1 or a.limit < 0 or not 0 <= a.skip < a.steps:
         ap.error("need --batch >= 1, --limit >= 0 and 0 <= --skip < --steps")
     torch = import_torch("torch_mainjob.py", a.threads)
     if torch is None:
         return NO_TORCH
+    if a.device == "cuda":
+        if not torch.cuda.is_available():
+            ap.error("--device cuda: this torch sees no GPU")
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     try:
         parameters, step_s, cpu_s, losses = train(torch, a)
     except (Skip, ValueError, RuntimeError, OSError) as e:
@@ -130,7 +138,7 @@ def main():
     print(json.dumps({
         "bench": "torch_mainjob", "precision": "bf16" if a.autocast == "bf16" else "fp32", "model": a.model,
         "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "mkldnn": torch.backends.mkldnn.is_available(), "parameters": parameters, "batch": a.batch,
+        "mkldnn": torch.backends.mkldnn.is_available(), "device": a.device, "parameters": parameters, "batch": a.batch,
         "steps": a.steps, "skip": a.skip, "images_per_s": a.batch * len(step_s) / sum(step_s),
         "step_s": sum(step_s) / len(step_s), "step_s_median": statistics.median(step_s),
         "cpu_s": sum(cpu_s) / len(cpu_s), "first_loss": losses[0], "last_loss": losses[-1],

@@ -111,9 +111,11 @@ TEST(PointwiseNonFinite, UpsamplePropagates) {
 
 // bf16 upsampling's backward reads bf16 dy directly (each cell widened exactly) into its fp32
 // copy of dx (layers/upsample.hpp): that must be the fp32 block sums of an fp32 copy of dy
-// bit for bit — scale 2 (the vectorised rows) and 3, whole blocks and blocks cut by a tile
-// border (dy's box starting inside a block), on the host's row loops.
+// bit for bit — scale 2 (the vectorised host rows) and 3, whole blocks and blocks cut by a tile
+// border (dy's box starting inside a block), on the build's row loops (the GPU's in a CUDA
+// build: the operands live where the loops run).
 TEST(UpsampleBf16, BlockSumsReadingBf16DyEqualThoseOfItsFp32Copy) {
+  using Space = Kokkos::DefaultExecutionSpace::memory_space;
   struct Case {
     std::int64_t scale, rows, cols, row0, col0;  // dy's extents and global origin
   };
@@ -128,16 +130,20 @@ TEST(UpsampleBf16, BlockSumsReadingBf16DyEqualThoseOfItsFp32Copy) {
       dy16.data()[i] = bf16(random.data()[i] * 100.0f);
       dy32.data()[i] = float(dy16.data()[i]);
     }
-    HostArray<float> from16("from16", 2, 3, in_rows, in_cols), from32("from32", 2, 3, in_rows, in_cols);
+    const auto dy16_here = Kokkos::create_mirror_view_and_copy(Space(), dy16);
+    const auto dy32_here = Kokkos::create_mirror_view_and_copy(Space(), dy32);
+    Kokkos::View<float****, Kokkos::LayoutRight, Space> from16("from16", 2, 3, in_rows, in_cols),
+        from32("from32", 2, 3, in_rows, in_cols);
     for_each_row("test::upsample_backward", extents_of(from16),
-                 upsample_kernels::Backward<float, bf16>{rows_of(dy16), rows_of(from16), k.rows, k.cols, k.scale,
+                 upsample_kernels::Backward<float, bf16>{rows_of(dy16_here), rows_of(from16), k.rows, k.cols, k.scale,
                                                          k.row0, k.col0, in_row0, in_col0});
     for_each_row("test::upsample_backward", extents_of(from32),
-                 upsample_kernels::Backward<float>{rows_of(dy32), rows_of(from32), k.rows, k.cols, k.scale, k.row0,
-                                                   k.col0, in_row0, in_col0});
-    Kokkos::fence();
-    for (std::size_t i = 0; i < from16.size(); ++i)
-      ASSERT_EQ(from16.data()[i], from32.data()[i]) << "scale " << k.scale << " cell " << i;
+                 upsample_kernels::Backward<float>{rows_of(dy32_here), rows_of(from32), k.rows, k.cols, k.scale,
+                                                   k.row0, k.col0, in_row0, in_col0});
+    const auto got16 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), from16);
+    const auto got32 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), from32);
+    for (std::size_t i = 0; i < got16.size(); ++i)
+      ASSERT_EQ(got16.data()[i], got32.data()[i]) << "scale " << k.scale << " cell " << i;
   }
 }
 
