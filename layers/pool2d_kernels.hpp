@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/launch_size.hpp"
 #include "layers/pool2d_host_rows.hpp"
@@ -230,7 +231,8 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
     Work<Cells<Code>, Cells<T>> cells;
     if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);
     if constexpr (K == PoolKind::l2) cells.norms = cells_of(work.norms);
-    Kokkos::parallel_for(kernel_label("tessera::pool2d_forward"), Policy(0, batch * channels * out_h * out_w),
+    Kokkos::parallel_for(kernel_label("tessera::pool2d_forward"),
+                         Policy(held_instance<Space>(), 0, batch * channels * out_h * out_w),
                          Functor{cells_of(x), cells_of(y), cells, g, rule, channels, out_h, out_w});
   });
 }
@@ -295,7 +297,8 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
     Work<Cells<const Code>, Cells<const T>> cells;
     if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);
     if constexpr (K == PoolKind::l2) cells.norms = cells_of(work.norms);
-    Kokkos::parallel_for(kernel_label("tessera::pool2d_backward"), Policy(0, batch * channels * in_h * in_w),
+    Kokkos::parallel_for(kernel_label("tessera::pool2d_backward"),
+                         Policy(held_instance<Space>(), 0, batch * channels * in_h * in_w),
                          Functor{cells_of(x), cells_of(dy), cells_of(dx), cells, g, rule, channels, in_h, in_w,
                                  Int(dy.extent(2)), Int(dy.extent(3))});
   });

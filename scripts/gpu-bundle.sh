@@ -38,7 +38,7 @@ mkdir -p "$stage/build" "$stage/lib" "$stage/bin"
 
 # Programs and what the tests read from the build tree, at their relative paths.
 (cd "$build" && find . -path ./CMakeFiles -prune -o -path '*/CMakeFiles/*' -prune -o -path ./Testing -prune -o \
-   -type f \( -executable -o -name CTestTestfile.cmake -o -name '*.cfg' \) -print) >"$stage/files"
+   -type f \( -executable -o -name CTestTestfile.cmake -o -name '*.cfg' -o -path './tests/*.txt' \) -print) >"$stage/files"
 (cd "$build" && tar -cf - -T "$stage/files") | tar -xf - -C "$stage/build"
 programs=()
 is_elf() { [[ $(head -c 4 "$1" | od -An -c | tr -d ' ') == '177ELF' ]]; }

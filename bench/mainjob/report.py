@@ -149,7 +149,8 @@ def main():
           + (f"Parameters: {rows[0]['parameters']} on both sides." if torches else ""))
     if precisions != ["fp32"]:
         print()
-        print("PyTorch's bf16 is torch.autocast('cpu', dtype=torch.bfloat16) around forward and loss (fp32 master "
+        device = next((t.get("device", "cpu") for t in torches.values() if t), "cpu")
+        print(f"PyTorch's bf16 is torch.autocast('{device}', dtype=torch.bfloat16) around forward and loss (fp32 master "
               "weights, gradients and Adam state); Tessera's is tessera-train --precision bf16 (docs/training.md, "
               "\"Mixed precision\").")
     if a.torch_note:

@@ -177,7 +177,8 @@ cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 bf16_warning="$(sed -n 's/^warning: --precision bf16/--precision bf16/p' "$work"/*-bf16.log 2>/dev/null | head -1 || true)"
 memory="$(free -g | awk '/^Mem:/ {print $2}')"
 onednn="$(dpkg-query -W -f='${Version}' libdnnl-dev 2>/dev/null || echo unknown)"
-compiler="$("$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")" --version 2>/dev/null | head -1)"
+# A bundled build (scripts/gpu-bundle.sh) carries no CMakeCache.txt, nor its compiler.
+compiler="$("$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)" --version 2>/dev/null | head -1 || true)"
 mkdir -p "$(dirname "$out")"
 {
   if [[ $precision_words == fp32 ]]; then

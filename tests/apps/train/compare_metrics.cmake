@@ -1,8 +1,11 @@
-# cmake -DEXPECTED=a.jsonl -DACTUAL=b.jsonl [-DFIRST=k] [-DLAST=k] [-DTOLERANCE=r] -P compare_metrics.cmake
+# cmake -DEXPECTED=a.jsonl -DACTUAL=b.jsonl [-DFIRST=k] [-DLAST=k] [-DTOLERANCE=r] [-DFLOOR=f]
+#       -P compare_metrics.cmake
 # Every training step of ACTUAL (FIRST <= step <= LAST) must have the loss EXPECTED has for
 # that step within TOLERANCE relative (default 1e-5): a resumed run continues the
 # uninterrupted one. Evaluations at the same step must agree too (batch norm's running
-# statistics were resumed). A bf16 run against the fp32 one uses a bf16 tolerance.
+# statistics were resumed). A bf16 run against the fp32 one uses a bf16 tolerance; FLOOR
+# (default 0) also allows FLOOR times the first compared step's expected loss, for runs whose
+# loss falls so far that a rounding difference carried from the start outgrows it.
 cmake_policy(SET CMP0007 NEW)
 if(NOT DEFINED FIRST)
   set(FIRST 1)
@@ -12,6 +15,9 @@ if(NOT DEFINED LAST)
 endif()
 if(NOT DEFINED TOLERANCE)
   set(TOLERANCE 1e-5)
+endif()
+if(NOT DEFINED FLOOR)
+  set(FLOOR 0)
 endif()
 function(read_losses path prefix)
   file(STRINGS "${path}" lines)
@@ -31,6 +37,7 @@ endfunction()
 read_losses("${EXPECTED}" expected)
 read_losses("${ACTUAL}" actual)
 set(compared 0)
+set(first_loss "")
 foreach(step IN LISTS actual_steps)
   string(REGEX REPLACE "^eval" "" number "${step}")
   if(number LESS FIRST OR number GREATER LAST)
@@ -39,11 +46,16 @@ foreach(step IN LISTS actual_steps)
   if(NOT DEFINED expected_${step})
     message(FATAL_ERROR "step ${step} of ${ACTUAL} has no counterpart in ${EXPECTED}")
   endif()
-  # CMake has no floating point: compare |a - b| <= 1e-5 * |b| through math() on scaled integers.
-  execute_process(COMMAND awk "BEGIN { a = ${actual_${step}}; b = ${expected_${step}}; d = a - b; if (d < 0) d = -d;
-                                      m = b < 0 ? -b : b; exit !(d <= ${TOLERANCE} * m + 1e-7) }" RESULT_VARIABLE differs)
+  if(first_loss STREQUAL "")
+    set(first_loss "${expected_${step}}")
+  endif()
+  # CMake has no floating point: awk compares |a - b| <= max(TOLERANCE * |b|, FLOOR * |first|).
+  execute_process(COMMAND awk "BEGIN { a = ${actual_${step}}; b = ${expected_${step}}; f = ${first_loss}; d = a - b;
+                                      if (d < 0) d = -d; m = b < 0 ? -b : b; if (f < 0) f = -f;
+                                      r = ${TOLERANCE} * m; if (${FLOOR} * f > r) r = ${FLOOR} * f;
+                                      exit !(d <= r + 1e-7) }" RESULT_VARIABLE differs)
   if(differs)
-    message(FATAL_ERROR "step ${step}: loss ${actual_${step}} differs from ${EXPECTED}'s ${expected_${step}} by more than ${TOLERANCE}")
+    message(FATAL_ERROR "step ${step}: loss ${actual_${step}} differs from ${EXPECTED}'s ${expected_${step}} by more than ${TOLERANCE} relative (floor ${FLOOR} of the first step's ${first_loss})")
   endif()
   math(EXPR compared "${compared} + 1")
 endforeach()
