@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs a CUDA build to run on a GPU machine that cannot build it (a compute node with no
 # compiler, no package registry and no MPI): the build's programs and test lists, MPICH's
-# launcher, HDF5's h5diff and h5dump, and every shared library they load that a CUDA
+# launcher, HDF5's h5diff, h5dump and h5ls, and every shared library they load that a CUDA
 # machine lacks (glibc, the C++ runtime and the CUDA libraries — runtime, cuBLAS, cuDNN,
 # NCCL — come from the GPU machine). scripts/gpu-check.sh --bundle FILE unpacks and runs it.
 #
@@ -57,7 +57,7 @@ programs+=("$mpiexec" "$proxy")
 
 # HDF5's tools, which tests that compare checkpoints run (a GPU machine rarely has them).
 tools=()
-for var in TESSERA_H5DIFF TESSERA_H5DUMP; do
+for var in TESSERA_H5DIFF TESSERA_H5DUMP TESSERA_H5LS; do
   tool="$(sed -n "s/^$var:FILEPATH=//p" "$build/CMakeCache.txt")"
   [[ -x $tool ]] || continue
   cp "$(readlink -f "$tool")" "$stage/bin/$(basename "$tool")"

@@ -137,10 +137,15 @@ mkdir -p "$(dirname "$out")"
   echo "Load average (1/5/15 min) at the start: $load_start; at the end: $load_end."
   echo
   echo "- Tessera: $tessera_about"
-  echo "- oneDNN (libdnnl-dev) $onednn; compiler: $compiler"
-  echo "- PyTorch: $torch_about (CPU-only install: scripts/setup-bench.sh)"
-  echo "- oneDNN dispatch: $(grep -o 'isa=[^ ]* bf16-hardware=[a-z]*' "$work/tessera.tsv" | head -1) (ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset})"
-  echo "- Threads: $threads for both (OMP_NUM_THREADS=$threads; torch.set_num_threads($threads)); $warmup warm-up + $repeats timed repeats, medians."
+  if [[ $device == cuda ]]; then
+    echo "- PyTorch: $torch_about"
+    echo "- Both sides on the GPU, one process each for all cases; $warmup warm-up + $repeats timed repeats, medians."
+  else
+    echo "- oneDNN (libdnnl-dev) $onednn; compiler: $compiler"
+    echo "- PyTorch: $torch_about (CPU-only install: scripts/setup-bench.sh)"
+    echo "- oneDNN dispatch: $(grep -o 'isa=[^ ]* bf16-hardware=[a-z]*' "$work/tessera.tsv" | head -1) (ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset})"
+    echo "- Threads: $threads for both (OMP_NUM_THREADS=$threads; torch.set_num_threads($threads)); $warmup warm-up + $repeats timed repeats, medians."
+  fi
   echo
   echo "## Layers: forward + backward, one process each"
   echo
