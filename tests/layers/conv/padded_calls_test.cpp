@@ -105,7 +105,9 @@ void check_padded_calls(double tolerance) {
       for (std::int64_t i = 0; i < fused.cells(); ++i) fused.at(i) = E(3.0f);
       const bool took = conv_transposed_forward<E>(*backend, g, dy.in(), weight.data(), in_bias.data(), fused.out());
       const bool phased = stride_phases::split_of(g, yd[H], yd[W]).has_value();
-      if (std::is_same_v<E, bf16> && onednn_bf16_native() && phased) EXPECT_TRUE(took) << "the phases fuse the bias";
+      if (std::is_same_v<E, bf16> && onednn_bf16_native() && phased) {
+        EXPECT_TRUE(took) << "the phases fuse the bias";
+      }
       for (std::int64_t i = 0; i < fused.cells(); ++i) {
         const auto c = static_cast<std::size_t>(i / (xd[H] * xd[W]) % xd[C]);
         const E want = took ? E(static_cast<float>(in_bias[c]) + static_cast<float>(dx.at(i))) : E(3.0f);
