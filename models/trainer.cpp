@@ -54,9 +54,8 @@ void check_options(const TrainerOptions& o) {
   require(o.precision == "fp32" || o.precision == "bf16",
           "--precision must be fp32 or bf16, got '" + o.precision + "'");
   if (o.precision == "bf16") {
-    // What bf16 runs today (docs/training.md, "Mixed precision"): supervised training on
-    // labels and reconstruction TICA. The rest is refused here, before any work, naming the option.
-    require(o.noise == 0, "--precision bf16 does not train denoisers (--noise) yet");
+    // What bf16 runs today (docs/training.md, "Mixed precision"): training on labels, on
+    // targets, denoising and reconstruction TICA. The rest is refused here, before any work.
     require(o.predict_out.empty(), "--precision bf16 does not write --predict-out yet");
   }
   require(o.batch >= 1, "--batch must be at least 1, got " + std::to_string(o.batch));
@@ -134,12 +133,7 @@ class Run {
         optimizer_(make_optimizer(settings_, parameters(), grid_)),
         training_step_(model_, grid_, *optimizer_, o.overlap_allreduce),
         seed_(o.seed) {
-    if constexpr (!kFp32) {
-      if (!tica_ && data_.supervision() != Supervision::labels)
-        throw std::invalid_argument("--precision bf16 trains on /labels (or with --objective tica) only yet; '" + o.data +
-                                    "' has none");
-      images_.emplace(grid_, model_.shape(0), HaloWidths{}, "tessera::images_fp32");
-    }
+    if constexpr (!kFp32) images_.emplace(grid_, model_.shape(0), HaloWidths{}, "tessera::images_fp32");
     if (o.noise > 0) check_denoising(data_);
     if (tica_) data_.check_samples(model_.shape(0));
     else data_.check_model(model_.shape(0), model_.shape(model_.size()));
@@ -293,13 +287,9 @@ class Run {
     }
   }
 
-  // MSE against the targets (regression, denoising): fp32 runs only (check_options).
+  // MSE against the fp32 targets (regression, denoising), in fp32 arithmetic in both precisions.
   double regression_loss(const layers::Tensor<T>& out, const layers::Tensor<T>* gradient) {
-    if constexpr (kFp32) {
-      return gradient ? layers::mse_loss(out, targets_->owned(), *gradient) : layers::mse_loss(out, targets_->owned());
-    } else {
-      throw std::logic_error("a bf16 run reached the MSE loss, which check_options refuses");
-    }
+    return gradient ? layers::mse_loss(out, targets_->owned(), *gradient) : layers::mse_loss(out, targets_->owned());
   }
 
   template <class Beat>
@@ -381,11 +371,16 @@ class Run {
   }
 
   // Denoising: the clean batch is the target, the model sees it with noise keyed by the
-  // step (step 0: evaluation).
+  // step (step 0: evaluation). bf16: the clean fp32 batch is the target, and the noise is
+  // added to it in fp32 before the one rounding into the input (the same noise as fp32's).
   void corrupt_input(std::int64_t step) {
     if constexpr (kFp32) {
       Kokkos::deep_copy(targets_->owned(), model_.input().owned());
       add_gaussian_noise(model_.input(), o_.noise, seed_, step);
+    } else {
+      Kokkos::deep_copy(targets_->owned(), images_->owned());
+      add_gaussian_noise(*images_, o_.noise, seed_, step);
+      layers::WideStaging<typename layers::Tensor<T>::memory_space>::copy(images_->owned(), model_.input().owned());
     }
   }
 
@@ -476,6 +471,7 @@ class Run {
   MemoryFigures& check_memory_fits(MemoryFigures& memory) {
     const Shape4 input = data_.batch_shape(o_.batch);
     memory.plan = Sequential<T>::memory_plan(spec_, input, grid_);
+    const MemoryItem output = memory.plan.items().back();  // the output activation (no halo; Graph::memory_plan)
     // Optimizer state and TICA's decoders are fp32 per parameter element, whatever T is.
     const std::int64_t parameter_bytes = memory.plan.parameter_elements() * std::int64_t(sizeof(float));
     const std::vector<std::string> buffers = make_optimizer(settings_for_plan(), {}, grid_)->buffer_names();
@@ -483,8 +479,7 @@ class Run {
       memory.plan.add(o_.optimizer.kind + " state (" + std::to_string(buffers.size()) + " per parameter)", "",
                       static_cast<std::int64_t>(buffers.size()) * parameter_bytes);
     if (o_.objective != "tica" && (o_.noise > 0 || data_.supervision() == Supervision::targets)) {
-      const MemoryItem& output = memory.plan.items().back();  // the output activation (no halo; Graph::memory_plan)
-      memory.plan.add("the targets", output.shape, output.bytes);
+      memory.plan.add("the targets (fp32)", output.shape, output.bytes / std::int64_t(sizeof(T)) * 4);
     }
     if (o_.objective == "tica") {
       // At most as many elements as the model's parameters; in bf16 a value of 2 bytes

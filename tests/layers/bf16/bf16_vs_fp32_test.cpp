@@ -13,6 +13,7 @@
 
 #include "bf16_test_support.hpp"
 #include "layers/loss/cross_entropy.hpp"
+#include "layers/loss/mse.hpp"
 
 namespace tessera::layers::testing {
 namespace {
@@ -74,6 +75,30 @@ TEST(Bf16Loss, CrossEntropyOnBf16LogitsIsFp32Arithmetic) {
   const auto [loss32, grad32] = run(0.0f);
   const auto [loss16, grad16] = run(bf16(0.0f));
   EXPECT_NEAR(loss16, loss32, 1e-6 * std::abs(loss32));
+  ASSERT_EQ(grad16.size(), grad32.size());
+  for (std::size_t i = 0; i < grad32.size(); ++i) EXPECT_EQ(grad16[i], float(bf16(grad32[i]))) << i;
+}
+
+// MSE on a bf16 output is computed in fp32 against fp32 targets: the loss equals that of an
+// fp32 output holding the same values (up to the order of the double sums), and dy is the
+// fp32 gradient rounded once.
+TEST(Bf16Loss, MseOnBf16OutputIsFp32Arithmetic) {
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const Shape4 shape{3, 2, 5, 7};
+  const HostArray<float> y = bf16_rounded(random_array(shape, 11));
+  const HostArray<float> target = random_array(shape, 12);  // not bf16 values: the targets stay fp32
+  Tensor<float> target_tensor(self, shape, HaloWidths{}, "target");
+  scatter(target, target_tensor);
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    Tensor<T> x(self, shape, HaloWidths{}, "y"), dx(self, shape, HaloWidths{}, "dy");
+    scatter(as_type<T>(y), x);
+    const double loss = mse_loss(x, target_tensor.owned(), dx);
+    return std::make_pair(loss, widened(gather(dx)));
+  };
+  const auto [loss32, grad32] = run(0.0f);
+  const auto [loss16, grad16] = run(bf16(0.0f));
+  EXPECT_NEAR(loss16, loss32, 1e-12 * loss32);
   ASSERT_EQ(grad16.size(), grad32.size());
   for (std::size_t i = 0; i < grad32.size(); ++i) EXPECT_EQ(grad16[i], float(bf16(grad32[i]))) << i;
 }
