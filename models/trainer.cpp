@@ -283,8 +283,13 @@ class Run {
       set.read_images(rows, model_.input());
     } else {
       set.read_images(rows, *images_);
-      layers::WideStaging<typename layers::Tensor<T>::memory_space>::copy(images_->owned(), model_.input().owned());
+      if (o_.noise == 0) round_images_into_input();  // a denoiser's batch is rounded after its noise (corrupt_input)
     }
+  }
+
+  // bf16: the fp32 batch rounded once into the model's input.
+  void round_images_into_input() {
+    layers::WideStaging<typename layers::Tensor<T>::memory_space>::copy(images_->owned(), model_.input().owned());
   }
 
   // MSE against the fp32 targets (regression, denoising), in fp32 arithmetic in both precisions.
@@ -380,7 +385,7 @@ class Run {
     } else {
       Kokkos::deep_copy(targets_->owned(), images_->owned());
       add_gaussian_noise(*images_, o_.noise, seed_, step);
-      layers::WideStaging<typename layers::Tensor<T>::memory_space>::copy(images_->owned(), model_.input().owned());
+      round_images_into_input();
     }
   }
 
