@@ -5,6 +5,7 @@
 // answers (scripts/unet-example.sh computes PSNR from it):
 //   /inputs  (N, C, H, W)    float32: the model's input (with --noise, the noisy image)
 //   /outputs (N, C', H', W') float32: the model's output
+// A bf16 run's are widened to float32 (exact), so a reader sees one format for both.
 // N is the evaluation file's sample count, a partial last batch included. Written to a
 // temporary name and renamed when complete, as checkpoints are. Collective over `comm`.
 
@@ -31,9 +32,10 @@ class PredictionFile {
   PredictionFile& operator=(const PredictionFile&) = delete;
 
   // rows: the file rows of the batch, consecutive, padding (-1) at the end; only the real
-  // rows are written. input and output: the model's, distributed over the batch.
-  void write(const std::vector<std::int64_t>& rows, const layers::Tensor<float>& input,
-             const layers::Tensor<float>& output);
+  // rows are written. input and output: the model's, distributed over the batch. T: float
+  // or bf16.
+  template <class T>
+  void write(const std::vector<std::int64_t>& rows, const layers::Tensor<T>& input, const layers::Tensor<T>& output);
   // Closes the file and gives it its name.
   void finish();
 

@@ -53,11 +53,6 @@ void check_options(const TrainerOptions& o) {
   require(!o.data.empty(), "--data is required: the training file (docs/data.md)");
   require(o.precision == "fp32" || o.precision == "bf16",
           "--precision must be fp32 or bf16, got '" + o.precision + "'");
-  if (o.precision == "bf16") {
-    // What bf16 runs today (docs/training.md, "Mixed precision"): training on labels, on
-    // targets, denoising and reconstruction TICA. The rest is refused here, before any work.
-    require(o.predict_out.empty(), "--precision bf16 does not write --predict-out yet");
-  }
   require(o.batch >= 1, "--batch must be at least 1, got " + std::to_string(o.batch));
   require(o.steps >= 0 && o.epochs >= 0, "--steps and --epochs must not be negative");
   require(o.steps == 0 || o.epochs == 0, "give --steps or --epochs, not both");
@@ -355,8 +350,7 @@ class Run {
       read_images(set, rows);
       if (o_.noise > 0) corrupt_input(0);  // the same noise at every evaluation
       const layers::Tensor<T>& out = model_.forward(model_.input());
-      if constexpr (kFp32)
-        if (predictions) predictions->write(rows, model_.input(), out);
+      if (predictions) predictions->write(rows, model_.input(), out);
       if (regression && !full) continue;
       if (!regression) {
         const layers::ClassificationStats stats =

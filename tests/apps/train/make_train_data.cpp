@@ -14,10 +14,11 @@
 // train_make_data truncate SRC DST BYTES: DST = the first BYTES bytes of SRC.
 // train_make_data poison SRC DST DATASET I,J,... VALUE: DST = SRC with one element of
 // DATASET (float32) set to VALUE (nan, inf, -inf or a number): a checkpoint with a NaN weight.
-// train_make_data check-predictions A B CLEAN SIGMA: A and B (tessera-train --predict-out
-// files of one run on two grids) hold every sample of CLEAN (uint8 /images), their /inputs
-// and /outputs agree within 1e-5 (relative to the largest value), the inputs are CLEAN with
-// noise of standard deviation SIGMA (within 20%), and the outputs are not the inputs.
+// train_make_data check-predictions A B CLEAN SIGMA [TOLERANCE]: A and B (tessera-train
+// --predict-out files of one run on two grids, or in two precisions) hold every sample of
+// CLEAN (uint8 /images), their /inputs and /outputs agree within TOLERANCE (relative to the
+// largest value; 1e-5 unless given), the inputs are CLEAN with noise of standard deviation
+// SIGMA (within 20%), and the outputs are not the inputs.
 #include <mpi.h>
 
 #include <algorithm>
@@ -125,7 +126,7 @@ double max_abs(const std::vector<float>& v) {
 }
 
 void check_predictions(const std::string& a_path, const std::string& b_path, const std::string& clean_path,
-                       double sigma) {
+                       double sigma, double tolerance) {
   Hdf5File a(a_path, Hdf5File::Mode::read, MPI_COMM_SELF), b(b_path, Hdf5File::Mode::read, MPI_COMM_SELF);
   Hdf5File clean_file(clean_path, Hdf5File::Mode::read, MPI_COMM_SELF);
   Dims clean_shape, shape, other;
@@ -138,7 +139,7 @@ void check_predictions(const std::string& a_path, const std::string& b_path, con
                                ", the evaluation file " + tessera::dims_text(clean_shape));
     const double scale = std::max(max_abs(x), 1e-30);
     for (std::size_t i = 0; i < x.size(); ++i)
-      if (std::fabs(double(x[i]) - double(y[i])) > 1e-5 * scale)
+      if (std::fabs(double(x[i]) - double(y[i])) > tolerance * scale)
         throw std::runtime_error(name + " differs at element " + std::to_string(i) + ": " + std::to_string(x[i]) +
                                  " against " + std::to_string(y[i]));
   }
@@ -179,8 +180,8 @@ int main(int argc, char** argv) {
       truncate_copy(argv[2], argv[3], std::stoul(argv[4]));
     } else if (argc == 7 && std::string(argv[1]) == "poison") {
       poisoned_copy(argv[2], argv[3], argv[4], argv[5], argv[6]);
-    } else if (argc == 6 && std::string(argv[1]) == "check-predictions") {
-      check_predictions(argv[2], argv[3], argv[4], std::stod(argv[5]));
+    } else if ((argc == 6 || argc == 7) && std::string(argv[1]) == "check-predictions") {
+      check_predictions(argv[2], argv[3], argv[4], std::stod(argv[5]), argc == 7 ? std::stod(argv[6]) : 1e-5);
     } else if (argc == 2) {
       const std::string dir = argv[1];
       std::filesystem::create_directories(dir);
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: train_make_data DIR | train_make_data truncate SRC DST BYTES |\n"
                    "       train_make_data poison SRC DST DATASET I,J,... VALUE |\n"
-                   "       train_make_data check-predictions A B CLEAN SIGMA\n");
+                   "       train_make_data check-predictions A B CLEAN SIGMA [TOLERANCE]\n");
       status = 2;
     }
   } catch (const std::exception& e) {
