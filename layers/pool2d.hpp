@@ -15,11 +15,10 @@
 // workspace) or its norm (l2). No parameters.
 //
 // bf16 (--precision bf16): the same fp32 arithmetic: forward reads the bf16 window (each tap
-// widened exactly), on the host row by row into per-thread fp32 scratch, elsewhere into an
-// fp32 copy of the output; backward, on the host, goes plane by plane through per-thread
-// fp32 scratch (both in layers/pool2d_bf16_host.hpp), elsewhere on fp32
-// copies of dy (and of the window, for l2, the one kind whose gradient reads x) and dx; each
-// result is rounded once into bf16 (layers/wide_staging.hpp); the norms stay fp32.
+// widened exactly) and backward dy and x alike; each result is rounded once into bf16 and the
+// norms stay fp32. On the host forward goes row by row and backward plane by plane through
+// per-thread fp32 scratch (layers/pool2d_bf16_host.hpp); elsewhere (CUDA) the flat kernels
+// read and write the bf16 views directly, a cell per thread, with no fp32 copies.
 //
 // CUDA builds pool with cuDNN where it computes exactly this (max and average without
 // padding or dilation; layers/pointwise_library.hpp); cuDNN's backward reads forward's
@@ -41,7 +40,6 @@
 #include "layers/pool2d_options.hpp"
 #include "layers/scratch.hpp"
 #include "layers/tensor_ref.hpp"
-#include "layers/wide_staging.hpp"
 #include "layers/windowed.hpp"
 
 namespace tessera::layers {
@@ -94,17 +92,14 @@ class Pool2d final : public Layer<T> {
         if (library_)
           return library_->pool_forward(*library_pooling_, tensor_ref<const T>(x.local(window)),
                                         tensor_ref<T>(y.local(out)));
-      if constexpr (kWide) {
+      if constexpr (kBf16) {
         // bf16: the kernel reads the bf16 window and pools in fp32, each output rounded once:
-        // on the host row by row in cache, elsewhere into an fp32 copy of the output
-        // (wide_staging.hpp).
+        // on the host row by row in cache, elsewhere a cell per thread.
         const auto xs = x.local(window), ys = y.local(out);
         const auto w = work(out, owned);
         if (pool_kernels::forward_host_route_fits(options_, xs, ys, w))
           return pool_kernels::forward_bf16_rows(options_, xs, ys, w, placement(window, shape));
-        const auto yw = wide_.shaped_like(1, ys);
-        pool_kernels::forward(options_, xs, yw, w, placement(window, shape));
-        wide_.copy(yw, ys);
+        pool_kernels::forward(options_, xs, ys, w, placement(window, shape));
       } else {
         pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
       }
@@ -130,36 +125,27 @@ class Pool2d final : public Layer<T> {
             if (library_)
               return library_->pool_backward(*library_pooling_, tensor_ref<const T>(dy.owned()),
                                              tensor_ref<T>(dx.local(window)));
-          if constexpr (kWide) {
+          if constexpr (kBf16) {
             const auto xs = x.local(window), dys = dy.owned(), dxs = dx.local(window);
             const auto w = work(saved_output_, saved_output_);
             if (pool_kernels::backward_host_route_fits(options_, xs, dys, dxs, w))
               return pool_kernels::backward_bf16_planes(options_, xs, dys, dxs, w, placement(window, shape));
-            const auto dyw = wide_.shaped_like(1, dys), dxw = wide_.shaped_like(2, dxs);
-            // Only l2's gradient reads x; max and average are handed dxw in its place (same
-            // shape, never read as x), so no fp32 copy of the window is made or kept for them.
-            const bool reads_x = options_.kind == PoolKind::l2;
-            const auto xw = reads_x ? wide_.shaped_like(0, xs) : dxw;
-            if (reads_x) wide_.copy(xs, xw);
-            wide_.copy(dys, dyw);
-            tessera::fill(dxw, 0.0f);  // the host kernels add into dx
-            pool_kernels::backward(options_, xw, dyw, dxw, w, placement(window, shape));
-            wide_.copy(dxw, dxs);
+            pool_kernels::backward(options_, xs, dys, dxs, w, placement(window, shape));  // writes every cell
           } else {
             pool_kernels::backward(options_, x.local(window), dy.owned(), dx.local(window),
                                    work(saved_output_, saved_output_), placement(window, shape));
           }
         },
         [] {},
-        // bf16 assigns every cell of the window (rounded from fp32 scratch); fp32's kernels add.
-        kWide ? Windowed<T>::Overwrites::every_cell : Windowed<T>::Overwrites::add_into_zeroed);
+        // bf16 assigns every cell of the window (rounded once from fp32); fp32's kernels add.
+        kBf16 ? Windowed<T>::Overwrites::every_cell : Windowed<T>::Overwrites::add_into_zeroed);
   }
 
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }
 
  private:
   static constexpr bool kLibrary = kPointwiseLibrary && std::is_same_v<T, float>;  // cuDNN is fp32
-  static constexpr bool kWide = std::is_same_v<T, bf16>;  // bf16 pools in fp32 on widened copies
+  static constexpr bool kBf16 = std::is_same_v<T, bf16>;  // bf16 pools in fp32, rounds each result once
   using MemorySpace = typename Tensor<T>::memory_space;
   using Codes = Kokkos::View<pool_kernels::Code****, Kokkos::LayoutRight, MemorySpace>;
   using Norms = Kokkos::View<Compute<T>****, Kokkos::LayoutRight, MemorySpace>;
@@ -212,7 +198,6 @@ class Pool2d final : public Layer<T> {
   Norms norms_;       // l2: sqrt(eps + sum of squares) of each owned output
   std::optional<LibraryPooling> library_pooling_;  // CUDA builds, where cuDNN pools alike
   std::unique_ptr<PointwiseLibrary> library_;
-  WideStaging<MemorySpace> wide_;     // bf16: fp32 copies of the boxes the kernels read and write
 };
 
 }  // namespace tessera::layers

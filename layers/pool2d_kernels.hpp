@@ -32,7 +32,8 @@
 // Taps outside the global image are skipped by every kind: the window's boundary cells
 // hold the halo's zero fill, and max pooling must treat padding as -infinity, not 0.
 //
-// Accumulation is in T (fp32 for float): a window sums at most kh*kw taps and an input cell
+// Accumulation is in Compute<T> (fp32 for fp32 and bf16; bf16 values are widened exactly as
+// read and each result is rounded once when stored): a window sums at most kh*kw taps and an input cell
 // at most ceil(kh*dh/sh)*ceil(kw*dw/sw) gradients, far inside the 1e-5 the tests allow.
 
 
@@ -81,11 +82,12 @@ struct CellTaps {
   KOKKOS_INLINE_FUNCTION T operator()(Int i, Int j) const { return x(n, c, row0 + i * dh, col0 + j * dw); }
 };
 
-template <PoolKind K, class X, class T>
+template <PoolKind K, class X, class Y>
 struct FlatForward {
-  Cells<const X> x;  // X: T, or bf16 read into T (fp32)
-  Cells<T> y;
-  Work<Cells<Code>, Cells<T>> work;
+  using A = Compute<Y>;  // the arithmetic: fp32 for bf16 and fp32
+  Cells<const X> x;      // X: Y, or bf16 read into an fp32 y (each tap widened as read)
+  Cells<Y> y;            // a bf16 y: each output rounded once
+  Work<Cells<Code>, Cells<A>> work;
   Geometry g;
   Rule rule;
   Int channels, out_h, out_w;
@@ -97,20 +99,22 @@ struct FlatForward {
     g.rows(oh, ia, ib);
     g.cols(ow, ja, jb);
     Code code = 0;
-    const T v = pool_one<K>(CellTaps<const X>{x, n, c, oh * g.sh, ow * g.sw, g.dh, g.dw}, g, rule, ia, ib, ja, jb, code);
-    y(n, c, oh, ow) = v;
+    const A v = pool_one<K>(CellTaps<const X>{x, n, c, oh * g.sh, ow * g.sw, g.dh, g.dw}, g, rule, ia, ib, ja, jb, code);
+    y(n, c, oh, ow) = Y(v);
     if constexpr (K == PoolKind::max) work.codes(n, c, oh, ow) = code;
     if constexpr (K == PoolKind::l2) work.norms(n, c, oh, ow) = v;
   }
 };
 
 // One thread per cell of the input window: the sum, over the outputs whose window covers
-// the cell, of what each sends it (taps in row-major order), written over dx.
+// the cell, of what each sends it (taps in row-major order), written over dx. bf16: x and
+// dy widened as read, the sum in fp32, rounded once into dx.
 template <PoolKind K, class T>
 struct FlatBackward {
+  using A = Compute<T>;
   Cells<const T> x, dy;
   Cells<T> dx;
-  Work<Cells<const Code>, Cells<const T>> work;
+  Work<Cells<const Code>, Cells<const A>> work;
   Geometry g;
   Rule rule;
   Int channels, in_h, in_w, out_h, out_w;
@@ -119,7 +123,7 @@ struct FlatBackward {
     const Int iw = cell % in_w, ih = (cell / in_w) % in_h, c = (cell / (in_w * in_h)) % channels,
               n = cell / (in_w * in_h * channels);
     const Int gh = g.at.window_h + ih, gw = g.at.window_w + iw;
-    T sum = 0;
+    A sum = 0;
     // A padding cell is no inside tap of any window: it gets nothing.
     if (gh >= 0 && gh < g.at.image_h && gw >= 0 && gw < g.at.image_w) {
       for (Int i = 0; i < g.kh; ++i) {
@@ -132,21 +136,21 @@ struct FlatBackward {
           if (col < 0) break;
           if (col % g.sw != 0 || col / g.sw >= out_w) continue;
           const Int ow = col / g.sw;
-          const T d = dy(n, c, oh, ow);
+          const A d = A(dy(n, c, oh, ow));
           if constexpr (K == PoolKind::max) {
             if (work.codes(n, c, oh, ow) == tap_code(i, j)) sum += d;
           } else if constexpr (K == PoolKind::average) {
             Int ia, ib, ja, jb;
             g.rows(oh, ia, ib);
             g.cols(ow, ja, jb);
-            sum += d / static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, ja, jb));
+            sum += d / static_cast<A>(average_divisor(g, rule.count_include_pad, ia, ib, ja, jb));
           } else {
-            sum += d / work.norms(n, c, oh, ow) * x(n, c, ih, iw);
+            sum += d / work.norms(n, c, oh, ow) * A(x(n, c, ih, iw));
           }
         }
       }
     }
-    dx(n, c, ih, iw) = sum;
+    dx(n, c, ih, iw) = T(sum);
   }
 };
 
@@ -188,12 +192,15 @@ bool forward_host_route_fits(const Pool2dOptions& options, const In& x, const Ou
 }
 
 // y (the output box's view) from x (the view of that box's input window); `work` covers
-// the same outputs as y. x may be bf16 with y fp32: each tap is widened as it is read.
+// the same outputs as y. x may be bf16 with y fp32: each tap is widened as it is read. Both
+// bf16 (y rounded once from the fp32 arithmetic) take the flat route: the host route's bf16
+// rows are forward_bf16_rows (layers/pool2d_bf16_host.hpp).
 template <class In, class Out, class Codes, class Norms>
 void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work<Codes, Norms>& work,
              const Placement& at, Route route = Route::automatic) {
   using Space = typename Out::execution_space;
   using T = typename Out::non_const_value_type;
+  using A = Compute<T>;
   const Geometry g = geometry_of(options, at);
   const Rule rule = rule_of(options);
   const Int batch = Int(y.extent(0)), channels = Int(y.extent(1)), out_h = Int(y.extent(2)),
@@ -201,7 +208,7 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
   const bool host_route = route == Route::automatic && forward_host_route_fits(options, x, y, work);
   with_kind(options.kind, [&](auto kind) {
     constexpr PoolKind K = decltype(kind)::value;
-    if constexpr (is_host_space<Space>) {
+    if constexpr (is_host_space<Space> && std::is_same_v<T, A>) {
       if (host_route) {
         Int full_first, full_end;
         host::full_columns(g, out_w, full_first, full_end);
@@ -228,7 +235,7 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
     using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>;
     using Functor = FlatForward<K, typename In::non_const_value_type, T>;
     static_assert(launches_by_value<Functor, Policy>, "pool2d forward: kernel arguments over CUDA's by-value limit");
-    Work<Cells<Code>, Cells<T>> cells;
+    Work<Cells<Code>, Cells<A>> cells;
     if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);
     if constexpr (K == PoolKind::l2) cells.norms = cells_of(work.norms);
     Kokkos::parallel_for(kernel_label("tessera::pool2d_forward"),
@@ -252,7 +259,8 @@ bool backward_host_route_fits(const Pool2dOptions& options, const In& x, const G
 
 // dx over the whole input window `x`/`dx` (the window of dy's owned box) from dy and the
 // workspace forward left for the same outputs. dx must be zero (Windowed::backward fills
-// it): the host route adds into it.
+// it): the host route adds into it. bf16 views take the flat route, which writes every cell
+// of dx (the host route's bf16 planes are backward_bf16_planes, layers/pool2d_bf16_host.hpp).
 template <class In, class Grad, class Out, class Codes, class Norms>
 void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const Out& dx, const Work<Codes, Norms>& work,
               const Placement& at, Route route = Route::automatic) {
@@ -261,10 +269,12 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
   const Rule rule = rule_of(options);
   const Int batch = Int(dx.extent(0)), channels = Int(dx.extent(1)), in_h = Int(dx.extent(2)),
             in_w = Int(dx.extent(3));
+  using T = typename Out::non_const_value_type;
+  using A = Compute<T>;
   const bool host_route = route == Route::automatic && backward_host_route_fits(options, x, dy, dx, work);
   with_kind(options.kind, [&](auto kind) {
     constexpr PoolKind K = decltype(kind)::value;
-    if constexpr (is_host_space<Space>) {
+    if constexpr (is_host_space<Space> && std::is_same_v<T, A>) {
       if (host_route) {
         const Int out_h = Int(dy.extent(2)), out_w = Int(dy.extent(3));
         Int full_first, full_end;
@@ -290,11 +300,10 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
         return;
       }
     }
-    using T = typename Out::non_const_value_type;
     using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>;
     using Functor = FlatBackward<K, T>;
     static_assert(launches_by_value<Functor, Policy>, "pool2d backward: kernel arguments over CUDA's by-value limit");
-    Work<Cells<const Code>, Cells<const T>> cells;
+    Work<Cells<const Code>, Cells<const A>> cells;
     if constexpr (K == PoolKind::max) cells.codes = cells_of(work.codes);
     if constexpr (K == PoolKind::l2) cells.norms = cells_of(work.norms);
     Kokkos::parallel_for(kernel_label("tessera::pool2d_backward"),

@@ -1,10 +1,10 @@
 #pragma once
 // WideStaging: fp32 copies of bf16 boxes, for kernels written for one element type that
-// a bf16 layer runs in fp32 (pooling: its host kernels add into their outputs, which in
-// bf16 would round after every tap). A box is widened into an fp32 scratch view, the fp32
-// kernel runs there, and its result is narrowed into the bf16 box, rounded once. The
-// scratch is one buffer per role that only grows, so the interior and border strips of an
-// overlapped forward reuse it without allocating.
+// a bf16 layer runs in fp32 (upsample's and the locally connected layer's backward add
+// into dx, which in bf16 would round after every term). A box is widened into an fp32
+// scratch view, the fp32 kernel runs there, and its result is narrowed into the bf16 box,
+// rounded once. The scratch is one buffer per role that only grows, so the interior and
+// border strips of an overlapped forward reuse it without allocating.
 
 #include <Kokkos_Core.hpp>
 

@@ -119,11 +119,11 @@ TEST_P(PoolAgainstReference, FlatRouteEqualsHostRoute) {
   }
 }
 
-// bf16 pooling reads its bf16 window directly, widening each tap as it reads it, into an fp32
-// output (layers/pool2d.hpp). That must be exactly the fp32 kernel on an fp32 copy of the
-// window (what the layer did before, and what the fp32 tests above check): the same y,
-// argmax and norms bit for bit, on both routes, for every configuration; a sub-box too. And
-// into a bf16 y (the host route's rows in fp32 scratch), that y rounded once.
+// bf16 pooling reads its bf16 window directly, widening each tap as it reads it
+// (layers/pool2d.hpp). Into an fp32 y that must be exactly the fp32 kernel on an fp32 copy
+// of the window (what the fp32 tests above check): the same y, argmax and norms bit for
+// bit, on both routes, for every configuration; a sub-box too. And into a bf16 y, that y
+// rounded once.
 TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy) {
   const PoolCase& c = GetParam();
   const Pool2dOptions options = c.options();
@@ -154,16 +154,20 @@ TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy)
         ASSERT_EQ(read16.codes.data()[i], copy32.codes.data()[i]) << "argmax " << i;
         ASSERT_EQ(read16.norms.data()[i], copy32.norms.data()[i]) << "norm " << i;
       }
-      if (route == pool_kernels::Route::flat) continue;
-      // A bf16 y, row by row in fp32 scratch (layers/pool2d_bf16_host.hpp): that fp32 y rounded
-      // once, in every cell (y starts as garbage), and the same argmax and norms.
+      // A bf16 y: that fp32 y rounded once, in every cell (y starts as garbage), and the same
+      // argmax and norms. The host route goes row by row in fp32 scratch
+      // (layers/pool2d_bf16_host.hpp); the flat route (CUDA's) writes each cell directly.
       HostArray<bf16> y16("y16", os[N], os[C], os[H], os[W]);
       for (std::size_t i = 0; i < y16.size(); ++i) y16.data()[i] = bf16(7.0f);
       const Result rows{HostArray<float>(), HostArray<float>("norms", os[N], os[C], os[H], os[W]),
                         Codes("codes", os[N], os[C], os[H], os[W])};
       const pool_kernels::Work<Codes, HostArray<float>> work{rows.codes, rows.norms};
-      ASSERT_TRUE(pool_kernels::forward_host_route_fits(options, x16, y16, work));
-      pool_kernels::forward_bf16_rows(options, x16, y16, work, at);
+      if (route == pool_kernels::Route::flat) {
+        pool_kernels::forward(options, x16, y16, work, at, route);
+      } else {
+        ASSERT_TRUE(pool_kernels::forward_host_route_fits(options, x16, y16, work));
+        pool_kernels::forward_bf16_rows(options, x16, y16, work, at);
+      }
       Kokkos::fence();
       for (std::size_t i = 0; i < y16.size(); ++i) {
         ASSERT_EQ(y16.data()[i].bits, bf16(read16.y.data()[i]).bits) << "bf16 y " << i;
@@ -174,11 +178,13 @@ TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy)
   }
 }
 
-// bf16 backward plane by plane in fp32 scratch (layers/pool2d_bf16_host.hpp) writes the
-// same bits as the host kernel on fp32 copies of dy and x into a zeroed fp32 dx, rounded
-// once: every configuration, the whole output and a sub-box (whose window starts inside
-// the image), every cell of dx written (it starts as garbage).
-TEST_P(PoolAgainstReference, Bf16BackwardPlaneByPlaneEqualsTheKernelOnFp32Copies) {
+// bf16 backward writes the same bits as the fp32 kernel of the same route on fp32 copies of
+// dy and x, rounded once: on the host plane by plane in fp32 scratch
+// (layers/pool2d_bf16_host.hpp) against the host kernel adding into a zeroed fp32 dx; on
+// the flat route (CUDA's), a cell per thread reading and writing bf16 directly, against the
+// flat fp32 kernel. Every configuration, the whole output and a sub-box (whose window
+// starts inside the image), every cell of dx written (it starts as garbage).
+TEST_P(PoolAgainstReference, Bf16BackwardEqualsTheKernelOnFp32Copies) {
   const PoolCase& c = GetParam();
   const Pool2dOptions options = c.options();
   const Pool2d<float> pool(options);
@@ -192,16 +198,23 @@ TEST_P(PoolAgainstReference, Bf16BackwardPlaneByPlaneEqualsTheKernelOnFp32Copies
     const Codes codes("codes", os[N], os[C], os[H], os[W]);
     const pool_kernels::Work<Codes, HostArray<float>> work{codes, norms};
     pool_kernels::forward(options, x32, y, work, at);
-    HostArray<float> dx32("dx32", ws[N], ws[C], ws[H], ws[W]);  // zero: the host kernel adds
-    pool_kernels::backward(options, x32, dy32, dx32, work, at);
-    HostArray<bf16> dx16("dx16", ws[N], ws[C], ws[H], ws[W]);
-    for (std::size_t i = 0; i < dx16.size(); ++i) dx16.data()[i] = bf16(7.0f);
-    ASSERT_TRUE(pool_kernels::backward_host_route_fits(options, x16, dy16, dx16, work));
-    pool_kernels::backward_bf16_planes(options, x16, dy16, dx16, work, at);
-    Kokkos::fence();
-    SCOPED_TRACE(c.name + (out.lo[H] == 0 ? " whole output" : " sub-box"));
-    for (std::size_t i = 0; i < dx16.size(); ++i)
-      ASSERT_EQ(dx16.data()[i].bits, bf16(dx32.data()[i]).bits) << "dx " << i;
+    for (const auto route : {pool_kernels::Route::automatic, pool_kernels::Route::flat}) {
+      HostArray<float> dx32("dx32", ws[N], ws[C], ws[H], ws[W]);  // zero: the host kernel adds
+      pool_kernels::backward(options, x32, dy32, dx32, work, at, route);
+      HostArray<bf16> dx16("dx16", ws[N], ws[C], ws[H], ws[W]);
+      for (std::size_t i = 0; i < dx16.size(); ++i) dx16.data()[i] = bf16(7.0f);
+      if (route == pool_kernels::Route::flat) {
+        pool_kernels::backward(options, x16, dy16, dx16, work, at, route);
+      } else {
+        ASSERT_TRUE(pool_kernels::backward_host_route_fits(options, x16, dy16, dx16, work));
+        pool_kernels::backward_bf16_planes(options, x16, dy16, dx16, work, at);
+      }
+      Kokkos::fence();
+      SCOPED_TRACE(c.name + (out.lo[H] == 0 ? " whole output" : " sub-box") +
+                   (route == pool_kernels::Route::flat ? ", flat route" : ", host route"));
+      for (std::size_t i = 0; i < dx16.size(); ++i)
+        ASSERT_EQ(dx16.data()[i].bits, bf16(dx32.data()[i]).bits) << "dx " << i;
+    }
   }
 }
 
