@@ -26,7 +26,9 @@ template <class T, bool kCopy>
   for (std::size_t start = 0; start < count; start += kChunk) {
     const std::size_t end = std::min(count, start + kChunk);
     Bits hit = 0;
+#if !defined(__CUDACC__)  // nvcc's front end (CUDA builds compile this file with it) rejects the GCC spelling
 #pragma GCC unroll 4
+#endif
     for (std::size_t i = start; i < end; ++i) {
       const T v = from[i];
       if constexpr (kCopy) to[i] = v;
@@ -70,7 +72,10 @@ Dims block_element_index(std::size_t position, const Dims& offset, const Dims& e
 
 std::string non_finite_message(const std::string& source, const std::string& dataset, const NonFinite& found) {
   std::string where = dataset + "[";
-  for (std::size_t d = 0; d < found.index.size(); ++d) where += (d ? "," : "") + std::to_string(found.index[d]);
+  for (std::size_t d = 0; d < found.index.size(); ++d) {
+    if (d) where += ',';
+    where += std::to_string(found.index[d]);
+  }
   const char* what = std::isnan(found.value) ? "nan" : found.value > 0 ? "inf" : "-inf";
   return source + ": " + where + "] is " + what + " (non-finite values are refused)";
 }

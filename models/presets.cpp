@@ -240,7 +240,7 @@ std::string unet_spec(const UNetOptions& o, const Shape4& input) {
   std::string spec = "block double(c) { " + conv3 + ", " + conv3 + " } "
                      "block up(c, skip) { deconv(out=$c,k=2,stride=2), concat[$skip, prev], double(c=$c) } ";
   for (std::int64_t level = 0; level < o.depth; ++level)
-    spec += "e" + str(level) + ": double(c=" + str(o.width << level) + "), maxpool(k=2), ";
+    spec += "e", spec += str(level) + ": double(c=" + str(o.width << level) + "), maxpool(k=2), ";
   spec += "double(c=" + str(o.width << o.depth) + ")";
   for (std::int64_t level = o.depth - 1; level >= 0; --level)
     spec += ", up(c=" + str(o.width << level) + ", skip=e" + str(level) + ")";

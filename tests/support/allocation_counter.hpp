@@ -148,6 +148,11 @@ inline void* tessera_counted_new(std::size_t bytes) {
   if (void* p = tessera_counted_malloc(bytes)) return p;
   throw std::bad_alloc();
 }
+// nvcc takes the global allocation functions for host and device ones and would warn that
+// they call host functions; these are only ever host code.
+#if defined(__CUDACC__)
+#pragma nv_diag_suppress 20011, 20014
+#endif
 void* operator new(std::size_t bytes) { return tessera_counted_new(bytes); }
 void* operator new[](std::size_t bytes) { return tessera_counted_new(bytes); }
 void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept { return tessera_counted_malloc(bytes); }
@@ -158,3 +163,6 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#if defined(__CUDACC__)
+#pragma nv_diag_default 20011, 20014
+#endif
