@@ -3,14 +3,14 @@
 // on per-thread fp32 scratch that stays in cache, each result rounded once into bf16.
 // - forward, one output row at a time: the row pooled in fp32 from the bf16 window (each tap
 //   widened exactly as it is read), then rounded into y. The same bits as pooling into an
-//   fp32 copy of the whole output and narrowing it (Pool2d's bf16 forward before this, still
-//   its path on devices), without that copy and its two passes over memory (a 2x2 pooling's
-//   forward 1.02-1.12x faster, 8x32x128x128; the copy was also memory the layer held).
+//   fp32 copy of the whole output and narrowing it (Pool2d's bf16 forward before this),
+//   without that copy and its two passes over memory (a 2x2 pooling's forward 1.02-1.12x
+//   faster, 8x32x128x128; the copy was also memory the layer held).
 // - backward, one (n, c) plane at a time: the plane's dy (and x, for l2, the one kind whose
 //   gradient reads it) widened into scratch, its dx accumulated there in fp32 by the host
 //   route's backward_plane, then rounded once into the bf16 dx. The same operations in the
-//   same order as the host route on fp32 copies of the whole tensors (the path on devices
-//   and for layouts the host route does not take), so the same bits; but a plane's scratch
+//   same order as the host route on fp32 copies of the whole tensors (Pool2d's bf16
+//   backward before this), so the same bits; but a plane's scratch
 //   stays in cache, where the whole-tensor copies went through memory four times (widen dy,
 //   zero dx, add, narrow dx). Where 2x2 stride-2 windows tile the plane, two rows at a time
 //   (backward_2x2_tiles: 2.2-2.7x faster than the plane).

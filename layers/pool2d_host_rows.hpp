@@ -1,13 +1,14 @@
 #pragma once
 // The host route of the pooling kernels (layers/pool2d_kernels.hpp): raw pointers into
 // row-major planes. Forward runs one output row at a time, the outputs whose taps all lie
-// inside the image tap by tap over contiguous loops (the 2 x 2 stride-2 window in one
-// pass), the few at the padded border through pool_one; backward adds one (n, c) plane's
+// inside the image tap by tap over contiguous loops (2 x 2 and 3 x 3 windows at stride 2 and
+// the 3 x 3 at stride 1 in one pass), the few at the padded border through pool_one; backward adds one (n, c) plane's
 // gradients into dx. The same operations in the same order as pool_one.
 
 #include <cmath>
 #include <cstdint>
 
+#include "layers/cell_loop.hpp"
 #include "layers/pool2d_window.hpp"
 
 namespace tessera::layers::pool_kernels {
@@ -33,13 +34,13 @@ inline void full_columns(const Geometry& g, Int out_w, Int& first, Int& end) {
 // S is the stride when known at compile time (0: `stride`).
 // The forward taps read X (T, or bf16 widened exactly into T).
 template <int S, class X, class T>
-inline void max_first(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
+TESSERA_ALWAYS_INLINE void max_first(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
                       Code tap) {
   const Int s = S ? S : stride;
   for (Int o = 0; o < count; ++o) y[o] = T(x[o * s]), code[o] = tap;
 }
 template <int S, class X, class T>
-inline void max_tap(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
+TESSERA_ALWAYS_INLINE void max_tap(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
                     Code tap) {
   const Int s = S ? S : stride;
   for (Int o = 0; o < count; ++o) {
@@ -50,12 +51,12 @@ inline void max_tap(const X* __restrict__ x, T* __restrict__ y, Code* __restrict
   }
 }
 template <int S, class X, class T>
-inline void sum_tap(const X* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
+TESSERA_ALWAYS_INLINE void sum_tap(const X* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
   const Int s = S ? S : stride;
   for (Int o = 0; o < count; ++o) y[o] += T(x[o * s]);
 }
 template <int S, class X, class T>
-inline void square_tap(const X* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
+TESSERA_ALWAYS_INLINE void square_tap(const X* __restrict__ x, T* __restrict__ y, Int count, Int stride) {
   const Int s = S ? S : stride;
   for (Int o = 0; o < count; ++o) {
     const T v = T(x[o * s]);
@@ -75,46 +76,42 @@ inline void add_scaled_tap(T* __restrict__ dx, const T* __restrict__ x, const T*
   for (Int o = 0; o < count; ++o) dx[o * s] += g[o] * x[o * s];
 }
 
-// The 2 x 2 window at stride 2 (the common pooling), both tap rows r0, r1 inside the image:
-// the four taps of each output in one pass, where the per-tap passes below cost a loop
-// each (most of a short row's time: a 14-wide tile pools 7 outputs a row). The same
+// A KH x KW window at stride S with every tap inside the image (the common poolings: 2 x 2
+// at stride 2, 3 x 3 at stride 2 or 1): each output's taps in one pass, its running value
+// in registers, where the per-tap passes below cost a loop each and move y (and the argmax
+// codes) through memory once per tap — nine times for a 3 x 3 window, which made its
+// forward 3x the 2 x 2's. Taps tap(i, j) = x[i * ldx + j] from the output's first; the same
 // operations in the same order as pool_one.
-template <PoolKind K, class X, class T>
-inline void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, T* __restrict__ y, Code* __restrict__ code,
-                     T* __restrict__ norm, Int count, const Rule& rule) {
-  if constexpr (K == PoolKind::max) {
-    for (Int o = 0; o < count; ++o) {
-      T best = T(r0[2 * o]);
+template <PoolKind K, int KH, int KW, int S, class X, class T>
+TESSERA_ALWAYS_INLINE void pool_window(const X* __restrict__ x, Int ldx, T* __restrict__ y, Code* __restrict__ code,
+                        T* __restrict__ norm, Int count, const Rule& rule, T divisor) {
+  for (Int o = 0; o < count; ++o) {
+    const X* const p = x + o * S;
+    if constexpr (K == PoolKind::max) {
+      T best = T(p[0]);
       Code at = tap_code(0, 0);
-      const auto tap = [&](T v, Code c) {
-        const bool take = v > best || v != v;  // nan_aware::beats, as max_tap
-        best = take ? v : best;
-        at = take ? c : at;
-      };
-      tap(T(r0[2 * o + 1]), tap_code(0, 1));
-      tap(T(r1[2 * o]), tap_code(1, 0));
-      tap(T(r1[2 * o + 1]), tap_code(1, 1));
+      for (int i = 0; i < KH; ++i)
+        for (int j = 0; j < KW; ++j) {
+          if (i == 0 && j == 0) continue;
+          const T v = T(p[i * ldx + j]);
+          const bool take = v > best || v != v;  // nan_aware::beats, as max_tap
+          best = take ? v : best;
+          at = take ? tap_code(i, j) : at;
+        }
       y[o] = best;
       code[o] = at;
-    }
-  } else if constexpr (K == PoolKind::average) {
-    const T divisor = static_cast<T>(4);  // count_include_pad or not: all four taps are inside
-    for (Int o = 0; o < count; ++o) {
+    } else if constexpr (K == PoolKind::average) {
       T sum = T(0);
-      sum += T(r0[2 * o]);
-      sum += T(r0[2 * o + 1]);
-      sum += T(r1[2 * o]);
-      sum += T(r1[2 * o + 1]);
+      for (int i = 0; i < KH; ++i)
+        for (int j = 0; j < KW; ++j) sum += T(p[i * ldx + j]);
       y[o] = sum / divisor;
-    }
-  } else {
-    for (Int o = 0; o < count; ++o) {
+    } else {
       T sum = static_cast<T>(rule.eps);
-      const T a = T(r0[2 * o]), b = T(r0[2 * o + 1]), c = T(r1[2 * o]), d = T(r1[2 * o + 1]);
-      sum += a * a;
-      sum += b * b;
-      sum += c * c;
-      sum += d * d;
+      for (int i = 0; i < KH; ++i)
+        for (int j = 0; j < KW; ++j) {
+          const T v = T(p[i * ldx + j]);
+          sum += v * v;
+        }
       norm[o] = y[o] = std::sqrt(sum);
     }
   }
@@ -123,8 +120,8 @@ inline void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, T* __re
 // One output row: y[0, out_w) (and code/norm) from the plane `x` (row stride ldx) whose row
 // oh*sh is the row's first tap row.
 template <PoolKind K, int S, class X, class T>
-void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
-                 Int out_w, Int full_first, Int full_end) {
+TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g,
+                                            const Rule& rule, Int oh, Int out_w, Int full_first, Int full_end) {
   Int ia, ib;
   g.rows(oh, ia, ib);
   const X* first_row = x + oh * g.sh * ldx;
@@ -145,10 +142,17 @@ void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry&
   const X* base = first_row + full_first * g.sw;
   T* out = y + full_first;
   const auto tap = [&](Int i, Int j) { return base + i * g.dh * ldx + j * g.dw; };
-  if constexpr (S == 2) {
-    if (g.kh == 2 && g.kw == 2 && g.dh == 1 && g.dw == 1 && ia == 0 && ib == 2)
-      return pool_2x2<K>(tap(0, 0), tap(1, 0), out, K == PoolKind::max ? code + full_first : nullptr,
-                         K == PoolKind::l2 ? norm + full_first : nullptr, count, rule);
+  if (g.dh == 1 && g.dw == 1 && ia == 0 && ib == g.kh) {
+    Code* const c = K == PoolKind::max ? code + full_first : nullptr;
+    T* const n = K == PoolKind::l2 ? norm + full_first : nullptr;
+    const T divisor = static_cast<T>(average_divisor(g, rule.count_include_pad, 0, g.kh, 0, g.kw));
+    if constexpr (S == 2) {
+      if (g.kh == 2 && g.kw == 2) return pool_window<K, 2, 2, 2>(base, ldx, out, c, n, count, rule, divisor);
+      if (g.kh == 3 && g.kw == 3) return pool_window<K, 3, 3, 2>(base, ldx, out, c, n, count, rule, divisor);
+    }
+    if constexpr (S == 1) {
+      if (g.kh == 3 && g.kw == 3) return pool_window<K, 3, 3, 1>(base, ldx, out, c, n, count, rule, divisor);
+    }
   }
   if constexpr (K == PoolKind::max) {
     Code* c = code + full_first;
@@ -169,6 +173,31 @@ void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry&
     T* n = norm + full_first;
     for (Int o = 0; o < count; ++o) n[o] = out[o] = std::sqrt(out[o]);
   }
+}
+
+#if TESSERA_HOST_CLONES
+// An AVX2 clone without FMA: 8 lanes where the baseline has 4, and no a * b + c contracted
+// into one rounding (l2's sum of squares), so every clone gives the baseline's bits, which
+// the flat route (CUDA's) gives too. Pooling compares and adds; 64-byte vectors are left
+// alone for the reason cell_loop.hpp gives for streaming kernels.
+template <PoolKind K, int S, class X, class T>
+__attribute__((target("avx2"))) void forward_row_avx2(const X* x, Int ldx, T* y, Code* code, T* norm,
+                                                      const Geometry& g, const Rule& rule, Int oh, Int out_w,
+                                                      Int full_first, Int full_end) {
+  forward_row_body<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
+}
+#endif
+
+// One output row (forward_row_body) on the widest clone the CPU runs (cell_loop.hpp's
+// host_isa: TESSERA_HOST_ISA=baseline compares).
+template <PoolKind K, int S, class X, class T>
+void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
+                 Int out_w, Int full_first, Int full_end) {
+#if TESSERA_HOST_CLONES
+  if (cell_loop_detail::host_isa() >= 1)
+    return forward_row_avx2<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
+#endif
+  forward_row_body<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
 }
 
 // One (n, c) plane of backward: adds every output's gradient into dx (row stride lddx,
