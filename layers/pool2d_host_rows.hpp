@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "layers/cell_loop.hpp"
 #include "layers/pool2d_window.hpp"
@@ -76,11 +77,56 @@ inline void add_scaled_tap(T* __restrict__ dx, const T* __restrict__ x, const T*
   for (Int o = 0; o < count; ++o) dx[o * s] += g[o] * x[o * s];
 }
 
-// A KH x KW window at stride S with every tap inside the image (the common poolings: 2 x 2
-// at stride 2, 3 x 3 at stride 2 or 1): each output's taps in one pass, its running value
-// in registers, where the per-tap passes below cost a loop each and move y (and the argmax
-// codes) through memory once per tap — nine times for a 3 x 3 window, which made its
-// forward 3x the 2 x 2's. Taps tap(i, j) = x[i * ldx + j] from the output's first; the same
+// The 2 x 2 window at stride 2 (the common pooling), both tap rows r0, r1 inside the image:
+// the four taps of each output in one pass, where the per-tap passes below cost a loop
+// each (most of a short row's time: a 14-wide tile pools 7 outputs a row). The same
+// operations in the same order as pool_one.
+template <PoolKind K, class X, class T>
+TESSERA_ALWAYS_INLINE void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, T* __restrict__ y, Code* __restrict__ code,
+                     T* __restrict__ norm, Int count, const Rule& rule) {
+  if constexpr (K == PoolKind::max) {
+    for (Int o = 0; o < count; ++o) {
+      T best = T(r0[2 * o]);
+      Code at = tap_code(0, 0);
+      const auto tap = [&](T v, Code c) {
+        const bool take = v > best || v != v;  // nan_aware::beats, as max_tap
+        best = take ? v : best;
+        at = take ? c : at;
+      };
+      tap(T(r0[2 * o + 1]), tap_code(0, 1));
+      tap(T(r1[2 * o]), tap_code(1, 0));
+      tap(T(r1[2 * o + 1]), tap_code(1, 1));
+      y[o] = best;
+      code[o] = at;
+    }
+  } else if constexpr (K == PoolKind::average) {
+    const T divisor = static_cast<T>(4);  // count_include_pad or not: all four taps are inside
+    for (Int o = 0; o < count; ++o) {
+      T sum = T(0);
+      sum += T(r0[2 * o]);
+      sum += T(r0[2 * o + 1]);
+      sum += T(r1[2 * o]);
+      sum += T(r1[2 * o + 1]);
+      y[o] = sum / divisor;
+    }
+  } else {
+    for (Int o = 0; o < count; ++o) {
+      T sum = static_cast<T>(rule.eps);
+      const T a = T(r0[2 * o]), b = T(r0[2 * o + 1]), c = T(r1[2 * o]), d = T(r1[2 * o + 1]);
+      sum += a * a;
+      sum += b * b;
+      sum += c * c;
+      sum += d * d;
+      norm[o] = y[o] = std::sqrt(sum);
+    }
+  }
+}
+
+// A KH x KW window at stride S with every tap inside the image (3 x 3 at stride 2 or 1; the
+// 2 x 2 at stride 2 is pool_2x2, whose two row pointers vectorised better in bf16): each
+// output's taps in one pass, its running value in registers, where the per-tap passes below
+// cost a loop each and move y (and the argmax codes) through memory once per tap — nine
+// times for a 3 x 3 window, which made its forward 3x the 2 x 2's. Taps tap(i, j) = x[i * ldx + j] from the output's first; the same
 // operations in the same order as pool_one.
 template <PoolKind K, int KH, int KW, int S, class X, class T>
 TESSERA_ALWAYS_INLINE void pool_window(const X* __restrict__ x, Int ldx, T* __restrict__ y, Code* __restrict__ code,
@@ -147,7 +193,7 @@ TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, T* y, Code* cod
     T* const n = K == PoolKind::l2 ? norm + full_first : nullptr;
     const T divisor = static_cast<T>(average_divisor(g, rule.count_include_pad, 0, g.kh, 0, g.kw));
     if constexpr (S == 2) {
-      if (g.kh == 2 && g.kw == 2) return pool_window<K, 2, 2, 2>(base, ldx, out, c, n, count, rule, divisor);
+      if (g.kh == 2 && g.kw == 2) return pool_2x2<K>(tap(0, 0), tap(1, 0), out, c, n, count, rule);
       if (g.kh == 3 && g.kw == 3) return pool_window<K, 3, 3, 2>(base, ldx, out, c, n, count, rule, divisor);
     }
     if constexpr (S == 1) {
@@ -194,7 +240,16 @@ template <PoolKind K, int S, class X, class T>
 void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
                  Int out_w, Int full_first, Int full_end) {
 #if TESSERA_HOST_CLONES
-  if (cell_loop_detail::host_isa() >= 1)
+  // Only rows of two vectors or more: a row shorter than a vector (7 outputs from a 14-wide
+  // tile) runs wholly in the scalar remainder loop, a mispredicted branch per tap, where the
+  // baseline clone's 4-lane vectors take most of it (AVX2 for all rows made the main job's
+  // 28x14-tile pooling 1.4-1.7x slower).
+  // Only where it measured faster (8x32x128x128, interleaved): max pooling (fp32 1.1-1.2x,
+  // bf16 1.1-1.6x forward) and bf16 average pooling (1.2-1.4x, its taps widened as read);
+  // fp32 average pooling measured 0.86-0.92x and L2 0.8x (its square root per output kept
+  // the clone's loop scalar), so they stay on the baseline.
+  constexpr bool faster = K == PoolKind::max || (K == PoolKind::average && !std::is_same_v<X, float>);
+  if (faster && full_end - full_first >= 16 && cell_loop_detail::host_isa() >= 1)
     return forward_row_avx2<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
 #endif
   forward_row_body<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);

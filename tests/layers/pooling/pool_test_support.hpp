@@ -38,6 +38,11 @@ inline std::vector<PoolCase> pool_cases() {
       {"l2_k5_s1_pad2", K::l2, "k=5,stride=1,pad=2"},  // Le et al. 2012
       {"l2_k3_s2_pad1", K::l2, "k=3,stride=2,pad=1"},
       {"l2_k2_s2", K::l2, "k=2"},
+      // Rows of several vectors of outputs (layers/pool2d_host_rows.hpp pools 8 at a time,
+      // then the row's last few): 19, 20 and 27 outputs a row.
+      {"max_k3_s2_pad1_wide", K::max, "k=3,stride=2,pad=1", {1, 2, 9, 39}},
+      {"avg_k2_s2_wide", K::average, "k=2", {1, 2, 8, 40}},
+      {"l2_k3_s1_wide", K::l2, "k=3,stride=1", {1, 2, 6, 29}},
   };
 }
 
