@@ -118,6 +118,16 @@ class Pool2d final : public Layer<T> {
     if (!(dy.owned_box() == saved_output_))
       throw std::invalid_argument(kind() + "(" + options() + "): dy's owned box differs from forward's y's");
     const Shape4& shape = dx.distribution().global_shape();
+    // Whether the kernels assign every cell of the window (dx then needs no zeroing pass):
+    // bf16's always (rounded once from fp32); fp32's where they gather per cell or the 2 x 2
+    // windows tile the window; elsewhere they add into zeroed dx.
+    bool overwrites = kBf16;
+    if constexpr (!kBf16) {
+      const Box window = input_window(saved_output_, shape);  // Windowed's backward window
+      overwrites = !library_ && pool_kernels::backward_writes_every_cell(options_, x.local(window), dy.owned(),
+                                                                         dx.local(window), work(saved_output_, saved_output_),
+                                                                         placement(window, shape));
+    }
     windowed_.backward(
         *this, dy, dx,
         [&](const Box& window) {
@@ -137,8 +147,7 @@ class Pool2d final : public Layer<T> {
           }
         },
         [] {},
-        // bf16 assigns every cell of the window (rounded once from fp32); fp32's kernels add.
-        kBf16 ? Windowed<T>::Overwrites::every_cell : Windowed<T>::Overwrites::add_into_zeroed);
+        overwrites ? Windowed<T>::Overwrites::every_cell : Windowed<T>::Overwrites::add_into_zeroed);
   }
 
   void set_halo_config(const WindowedConfig& config) override { windowed_.set_config(config); }

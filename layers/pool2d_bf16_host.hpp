@@ -38,63 +38,20 @@ void copy_plane(const From* from, Int ld_from, To* to, Int ld_to, Int rows, Int 
   for (Int r = 0; r < rows; ++r) cell_loop_detail::host_row(Row{from + r * ld_from, to + r * ld_to}, width);
 }
 
-// The 2 x 2 window at stride 2 where the windows tile the plane (every dx cell in exactly one
-// window, every tap inside the image): each dx cell is 0 + its one gradient, as
-// backward_plane adds it into zeroed fp32 scratch, rounded once; but two fp32 rows at a time
-// (`rows`: 2 * 2 * out_w floats), narrowed while in cache, instead of zeroing, scattering
+// The 2 x 2 window at stride 2 where the windows tile the plane (host::windows_tile_2x2):
+// each output row's two dx rows in fp32 (`rows`: 2 * 2 * out_w floats,
+// host::tile_row_gradients_2x2), narrowed while in cache, instead of zeroing, scattering
 // into and narrowing a whole scratch plane.
 template <PoolKind K, class X, class G>
 void backward_2x2_tiles(const X* x, Int ldx, const G* dy, Int lddy, const Code* code, Int ldc, const float* norm,
                         Int ldn, bf16* dx, Int lddx, Int out_h, Int out_w, float* rows) {
   const Int in_w = 2 * out_w;
-  float* const r0 = rows;
-  float* const r1 = rows + in_w;
   for (Int oh = 0; oh < out_h; ++oh) {
-    const G* d = dy + oh * lddy;
-    if constexpr (K == PoolKind::max) {
-      const Code* c = code + oh * ldc;
-      // Selected by masking the bits (+0 where not the argmax): a branch per cell on random
-      // argmaxes mispredicted a quarter of the time and took 2.4x this pass's time.
-      for (Int o = 0; o < out_w; ++o) {
-        const std::uint32_t g = std::bit_cast<std::uint32_t>(0.0f + float(d[o]));
-        const Code at = c[o];
-        const auto pick = [&](Code tap) { return std::bit_cast<float>(g & (std::uint32_t(0) - std::uint32_t(at == tap))); };
-        r0[2 * o] = pick(tap_code(0, 0));
-        r0[2 * o + 1] = pick(tap_code(0, 1));
-        r1[2 * o] = pick(tap_code(1, 0));
-        r1[2 * o + 1] = pick(tap_code(1, 1));
-      }
-    } else if constexpr (K == PoolKind::average) {
-      for (Int o = 0; o < out_w; ++o) {
-        const float g = 0.0f + float(d[o]) / 4.0f;  // the divisor: all four taps are inside
-        r0[2 * o] = r0[2 * o + 1] = r1[2 * o] = r1[2 * o + 1] = g;
-      }
-    } else {
-      const float* nr = norm + oh * ldn;
-      const X* x0 = x + 2 * oh * ldx;
-      const X* x1 = x0 + ldx;
-      for (Int o = 0; o < out_w; ++o) {
-        const float g = float(d[o]) / nr[o];
-        r0[2 * o] = 0.0f + g * float(x0[2 * o]);
-        r0[2 * o + 1] = 0.0f + g * float(x0[2 * o + 1]);
-        r1[2 * o] = 0.0f + g * float(x1[2 * o]);
-        r1[2 * o + 1] = 0.0f + g * float(x1[2 * o + 1]);
-      }
-    }
+    host::tile_row_gradients_2x2<K>(x + 2 * oh * ldx, x + (2 * oh + 1) * ldx, dy + oh * lddy,
+                                    K == PoolKind::max ? code + oh * ldc : nullptr,
+                                    K == PoolKind::l2 ? norm + oh * ldn : nullptr, rows, rows + in_w, out_w);
     copy_plane(static_cast<const float*>(rows), in_w, dx + 2 * oh * lddx, lddx, 2, in_w);
   }
-}
-
-// Whether the 2 x 2 stride-2 windows of outputs out_h x out_w tile an in_h x in_w window
-// with every tap inside the image (backward_2x2_tiles).
-inline bool windows_tile_2x2(const Geometry& g, Int in_h, Int in_w, Int out_h, Int out_w, Int full_first,
-                             Int full_end) {
-  if (g.kh != 2 || g.kw != 2 || g.sh != 2 || g.sw != 2 || g.dh != 1 || g.dw != 1) return false;
-  if (out_h < 1 || in_h != 2 * out_h || in_w != 2 * out_w || full_first != 0 || full_end != out_w) return false;
-  Int first_a, first_b, last_a, last_b;  // rows inside the image of the first and last output row
-  g.rows(0, first_a, first_b);
-  g.rows(out_h - 1, last_a, last_b);
-  return first_a == 0 && first_b == 2 && last_a == 0 && last_b == 2;
 }
 
 // Runs body(kind, stride, team, scratch, ldc, ldn) once for each of `teams` host teams of one
@@ -163,7 +120,7 @@ void backward_planes_on_host(const Pool2dOptions& options, const X& x, const Gra
   const bool reads_x = options.kind == PoolKind::l2;
   const Int in_cells = in_h * in_w, out_cells = out_h * out_w;
   const std::size_t floats = static_cast<std::size_t>(in_cells * (reads_x ? 2 : 1) + out_cells);
-  const bool tiles = windows_tile_2x2(g, in_h, in_w, out_h, out_w, full_first, full_end);
+  const bool tiles = host::windows_tile_2x2(g, in_h, in_w, out_h, out_w, full_first, full_end);
   on_host_teams(
       "tessera::pool2d_backward_bf16", planes, floats, options, work, g.sw,
       [=](auto kind, auto stride, Int p, float* dx_wide, Int ldc, Int ldn) {

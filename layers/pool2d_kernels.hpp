@@ -257,9 +257,25 @@ bool backward_host_route_fits(const Pool2dOptions& options, const In& x, const G
   }
 }
 
+// Whether backward() writes every cell of dx for these views, so dx need not be zeroed: the
+// flat route always (a gather per cell), the host route where 2 x 2 stride-2 windows tile
+// the window (host::windows_tile_2x2).
+template <class In, class Grad, class Out, class Codes, class Norms>
+bool backward_writes_every_cell(const Pool2dOptions& options, const In& x, const Grad& dy, const Out& dx,
+                                const Work<Codes, Norms>& work, const Placement& at) {
+  using T = typename Out::non_const_value_type;
+  if (!std::is_same_v<T, Compute<T>> || !backward_host_route_fits(options, x, dy, dx, work)) return true;
+  const Geometry g = geometry_of(options, at);
+  const Int out_w = Int(dy.extent(3));
+  Int full_first, full_end;
+  host::full_columns(g, out_w, full_first, full_end);
+  return host::windows_tile_2x2(g, Int(dx.extent(2)), Int(dx.extent(3)), Int(dy.extent(2)), out_w, full_first,
+                                full_end);
+}
+
 // dx over the whole input window `x`/`dx` (the window of dy's owned box) from dy and the
 // workspace forward left for the same outputs. dx must be zero (Windowed::backward fills
-// it): the host route adds into it. bf16 views take the flat route, which writes every cell
+// it): the host route adds into it, except where backward_writes_every_cell. bf16 views take the flat route, which writes every cell
 // of dx (the host route's bf16 planes are backward_bf16_planes, layers/pool2d_bf16_host.hpp).
 template <class In, class Grad, class Out, class Codes, class Norms>
 void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const Out& dx, const Work<Codes, Norms>& work,
@@ -282,6 +298,7 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
         const Int ldx = Int(x.stride(2)), lddy = Int(dy.stride(2)), lddx = Int(dx.stride(2));
         const Int ldc = K == PoolKind::max ? Int(work.codes.stride(2)) : 0;
         const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
+        const bool tiles = host::windows_tile_2x2(g, in_h, in_w, out_h, out_w, full_first, full_end);
         host::with_stride(g.sw, [&](auto stride) {
           constexpr int S = decltype(stride)::value;
           Kokkos::parallel_for(
@@ -292,6 +309,16 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
                 const typename Out::non_const_value_type* norm = nullptr;
                 if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
                 if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
+                if (tiles) {
+                  const auto* const xp = host::plane(x, n, c);
+                  const auto* const dyp = host::plane(dy, n, c);
+                  T* const dxp = host::plane_mut(dx, n, c);
+                  for (Int oh = 0; oh < out_h; ++oh)
+                    host::tile_row_gradients_2x2<K>(xp + 2 * oh * ldx, xp + (2 * oh + 1) * ldx, dyp + oh * lddy,
+                                                    code ? code + oh * ldc : nullptr, norm ? norm + oh * ldn : nullptr,
+                                                    dxp + 2 * oh * lddx, dxp + (2 * oh + 1) * lddx, out_w);
+                  return;
+                }
                 host::backward_plane<K, S>(host::plane(x, n, c), ldx, host::plane(dy, n, c), lddy, code, ldc, norm,
                                            ldn, host::plane_mut(dx, n, c), lddx, g, rule, out_h, out_w, full_first,
                                            full_end);
