@@ -124,9 +124,9 @@ class Pool2d final : public Layer<T> {
     bool overwrites = kBf16;
     if constexpr (!kBf16) {
       const Box window = input_window(saved_output_, shape);  // Windowed's backward window
-      overwrites = !library_ && pool_kernels::backward_writes_every_cell(options_, x.local(window), dy.owned(),
-                                                                         dx.local(window), work(saved_output_, saved_output_),
-                                                                         placement(window, shape));
+      overwrites = !library_ && pool_kernels::backward_writes_every_cell(
+                                    options_, x.local(window), dy.owned(), dx.local(window),
+                                    work(saved_output_, saved_output_), placement(window, shape));
     }
     windowed_.backward(
         *this, dy, dx,

@@ -10,9 +10,9 @@
 //   gradient reads it) widened into scratch, its dx accumulated there in fp32 by the host
 //   route's backward_plane, then rounded once into the bf16 dx. The same operations in the
 //   same order as the host route on fp32 copies of the whole tensors (Pool2d's bf16
-//   backward before this), so the same bits; but a plane's scratch
-//   stays in cache, where the whole-tensor copies went through memory four times (widen dy,
-//   zero dx, add, narrow dx). Where 2x2 stride-2 windows tile the plane, two rows at a time
+//   backward before this), so the same bits; but a plane's scratch stays in cache, where
+//   the whole-tensor copies went through memory four times (widen dy, zero dx, add, narrow
+//   dx). Where 2x2 stride-2 windows tile the plane, two rows at a time
 //   (backward_2x2_tiles: 2.2-2.7x faster than the plane).
 
 #include <Kokkos_Core.hpp>

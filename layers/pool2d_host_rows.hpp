@@ -2,8 +2,9 @@
 // The host route of the pooling kernels (layers/pool2d_kernels.hpp): raw pointers into
 // row-major planes. Forward runs one output row at a time, the outputs whose taps all lie
 // inside the image tap by tap over contiguous loops (2 x 2 and 3 x 3 windows at stride 2 and
-// the 3 x 3 at stride 1 in one pass), the few at the padded border through pool_one; backward adds one (n, c) plane's
-// gradients into dx. The same operations in the same order as pool_one.
+// the 3 x 3 at stride 1 in one pass), the few at the padded border through pool_one;
+// backward adds one (n, c) plane's gradients into dx (or, where 2 x 2 stride-2 windows tile
+// the plane, writes it). The same operations in the same order as pool_one.
 
 #include <bit>
 #include <cmath>
@@ -36,14 +37,14 @@ inline void full_columns(const Geometry& g, Int out_w, Int& first, Int& end) {
 // S is the stride when known at compile time (0: `stride`).
 // The forward taps read X (T, or bf16 widened exactly into T).
 template <int S, class X, class T>
-TESSERA_ALWAYS_INLINE void max_first(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
-                      Code tap) {
+TESSERA_ALWAYS_INLINE void max_first(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count,
+                                     Int stride, Code tap) {
   const Int s = S ? S : stride;
   for (Int o = 0; o < count; ++o) y[o] = T(x[o * s]), code[o] = tap;
 }
 template <int S, class X, class T>
-TESSERA_ALWAYS_INLINE void max_tap(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count, Int stride,
-                    Code tap) {
+TESSERA_ALWAYS_INLINE void max_tap(const X* __restrict__ x, T* __restrict__ y, Code* __restrict__ code, Int count,
+                                   Int stride, Code tap) {
   const Int s = S ? S : stride;
   for (Int o = 0; o < count; ++o) {
     const T v = T(x[o * s]);
@@ -83,8 +84,8 @@ inline void add_scaled_tap(T* __restrict__ dx, const T* __restrict__ x, const T*
 // each (most of a short row's time: a 14-wide tile pools 7 outputs a row). The same
 // operations in the same order as pool_one.
 template <PoolKind K, class X, class T>
-TESSERA_ALWAYS_INLINE void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, T* __restrict__ y, Code* __restrict__ code,
-                     T* __restrict__ norm, Int count, const Rule& rule) {
+TESSERA_ALWAYS_INLINE void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, T* __restrict__ y,
+                                    Code* __restrict__ code, T* __restrict__ norm, Int count, const Rule& rule) {
   if constexpr (K == PoolKind::max) {
     for (Int o = 0; o < count; ++o) {
       T best = T(r0[2 * o]);
@@ -127,11 +128,12 @@ TESSERA_ALWAYS_INLINE void pool_2x2(const X* __restrict__ r0, const X* __restric
 // 2 x 2 at stride 2 is pool_2x2, whose two row pointers vectorised better in bf16): each
 // output's taps in one pass, its running value in registers, where the per-tap passes below
 // cost a loop each and move y (and the argmax codes) through memory once per tap — nine
-// times for a 3 x 3 window, which made its forward 3x the 2 x 2's. Taps tap(i, j) = x[i * ldx + j] from the output's first; the same
-// operations in the same order as pool_one.
+// times for a 3 x 3 window, which made its forward 3x the 2 x 2's. Tap (i, j) of an output
+// is x[i * ldx + j] from the output's first; the same operations in the same order as
+// pool_one.
 template <PoolKind K, int KH, int KW, int S, class X, class T>
 TESSERA_ALWAYS_INLINE void pool_window(const X* __restrict__ x, Int ldx, T* __restrict__ y, Code* __restrict__ code,
-                        T* __restrict__ norm, Int count, const Rule& rule, T divisor) {
+                                       T* __restrict__ norm, Int count, const Rule& rule, T divisor) {
   for (Int o = 0; o < count; ++o) {
     const X* const p = x + o * S;
     if constexpr (K == PoolKind::max) {
@@ -241,14 +243,13 @@ template <PoolKind K, int S, class X, class T>
 void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
                  Int out_w, Int full_first, Int full_end) {
 #if TESSERA_HOST_CLONES
-  // Only rows of two vectors or more: a row shorter than a vector (7 outputs from a 14-wide
-  // tile) runs wholly in the scalar remainder loop, a mispredicted branch per tap, where the
-  // baseline clone's 4-lane vectors take most of it (AVX2 for all rows made the main job's
-  // 28x14-tile pooling 1.4-1.7x slower).
-  // Only where it measured faster (8x32x128x128, interleaved): max pooling (fp32 1.1-1.2x,
-  // bf16 1.1-1.6x forward) and bf16 average pooling (1.2-1.4x, its taps widened as read);
-  // fp32 average pooling measured 0.86-0.92x and L2 0.8x (its square root per output kept
-  // the clone's loop scalar), so they stay on the baseline.
+  // The clone only where it measured faster (8x32x128x128, interleaved): max pooling (fp32
+  // 1.1-1.2x, bf16 1.1-1.6x forward) and bf16 average pooling (1.2-1.4x, its taps widened as
+  // read); fp32 average pooling measured 0.86-0.92x and L2 0.8x (its square root per output
+  // kept the clone's loop scalar). And only on rows of two vectors or more: a shorter row
+  // (7 outputs from a 14-wide tile) runs wholly in the clone's scalar remainder, a
+  // mispredicted branch per tap, where the baseline's 4-lane vectors take most of it (the
+  // clone on every row made the main job's 28x14-tile pooling 1.4-1.7x slower).
   constexpr bool faster = K == PoolKind::max || (K == PoolKind::average && !std::is_same_v<X, float>);
   if (faster && full_end - full_first >= 16 && cell_loop_detail::host_isa() >= 1)
     return forward_row_avx2<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);

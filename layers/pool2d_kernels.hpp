@@ -33,8 +33,9 @@
 // hold the halo's zero fill, and max pooling must treat padding as -infinity, not 0.
 //
 // Accumulation is in Compute<T> (fp32 for fp32 and bf16; bf16 values are widened exactly as
-// read and each result is rounded once when stored): a window sums at most kh*kw taps and an input cell
-// at most ceil(kh*dh/sh)*ceil(kw*dw/sw) gradients, far inside the 1e-5 the tests allow.
+// read and each result is rounded once when stored): a window sums at most kh*kw taps and
+// an input cell at most ceil(kh*dh/sh)*ceil(kw*dw/sw) gradients, far inside the 1e-5 the
+// tests allow.
 
 
 #include <Kokkos_Core.hpp>
@@ -275,8 +276,9 @@ bool backward_writes_every_cell(const Pool2dOptions& options, const In& x, const
 
 // dx over the whole input window `x`/`dx` (the window of dy's owned box) from dy and the
 // workspace forward left for the same outputs. dx must be zero (Windowed::backward fills
-// it): the host route adds into it, except where backward_writes_every_cell. bf16 views take the flat route, which writes every cell
-// of dx (the host route's bf16 planes are backward_bf16_planes, layers/pool2d_bf16_host.hpp).
+// it): the host route adds into it, except where backward_writes_every_cell. bf16 views
+// take the flat route, which writes every cell of dx (the host route's bf16 planes are
+// backward_bf16_planes, layers/pool2d_bf16_host.hpp).
 template <class In, class Grad, class Out, class Codes, class Norms>
 void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const Out& dx, const Work<Codes, Norms>& work,
               const Placement& at, Route route = Route::automatic) {
@@ -306,7 +308,7 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
               [=](Int p) {
                 const Int c = p % channels, n = p / channels;
                 const Code* code = nullptr;
-                const typename Out::non_const_value_type* norm = nullptr;
+                const T* norm = nullptr;
                 if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
                 if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
                 if (tiles) {

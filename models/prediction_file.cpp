@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "distarray/hdf5_file.hpp"
+#include "distarray/kernel_label.hpp"
 #include "distarray/tile_io.hpp"
 #include "models/checkpoint_files.hpp"
 
@@ -20,8 +21,9 @@ void widen_into(const detail::HostTile<float>& tile, const Part& part) {
     Kokkos::deep_copy(tile, part);
   } else {
     const std::int64_t channels = tile.extent(1), height = tile.extent(2), width = tile.extent(3);
+    const std::int64_t rows = std::int64_t(tile.extent(0)) * channels * height;
     Kokkos::parallel_for(
-        "tessera::prediction_file::widen", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, tile.extent(0) * channels * height),
+        kernel_label("tessera::prediction_file::widen"), Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, rows),
         [=](std::int64_t row) {
           const std::int64_t h = row % height, c = row / height % channels, n = row / height / channels;
           for (std::int64_t w = 0; w < width; ++w) tile(n, c, h, w) = float(part(n, c, h, w));
