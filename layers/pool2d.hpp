@@ -16,9 +16,10 @@
 //
 // bf16 (--precision bf16): the same fp32 arithmetic: forward reads the bf16 window (each tap
 // widened exactly) and backward dy and x alike; each result is rounded once into bf16 and the
-// norms stay fp32. On the host forward goes row by row and backward plane by plane through
-// per-thread fp32 scratch (layers/pool2d_bf16_host.hpp); elsewhere (CUDA) the flat kernels
-// read and write the bf16 views directly, a cell per thread, with no fp32 copies.
+// norms stay fp32. On the host forward rounds each output as it stores it and backward
+// goes plane by plane (through per-thread fp32 scratch unless 2x2 windows tile the plane,
+// layers/pool2d_bf16_host.hpp); elsewhere (CUDA) the flat kernels read and write the bf16
+// views directly, a cell per thread, with no fp32 copies.
 //
 // CUDA builds pool with cuDNN where it computes exactly this (max and average without
 // padding or dilation; layers/pointwise_library.hpp); cuDNN's backward reads forward's
@@ -92,17 +93,8 @@ class Pool2d final : public Layer<T> {
         if (library_)
           return library_->pool_forward(*library_pooling_, tensor_ref<const T>(x.local(window)),
                                         tensor_ref<T>(y.local(out)));
-      if constexpr (kBf16) {
-        // bf16: the kernel reads the bf16 window and pools in fp32, each output rounded once:
-        // on the host row by row in cache, elsewhere a cell per thread.
-        const auto xs = x.local(window), ys = y.local(out);
-        const auto w = work(out, owned);
-        if (pool_kernels::forward_host_route_fits(options_, xs, ys, w))
-          return pool_kernels::forward_bf16_rows(options_, xs, ys, w, placement(window, shape));
-        pool_kernels::forward(options_, xs, ys, w, placement(window, shape));
-      } else {
-        pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
-      }
+      // bf16: the kernel reads the bf16 window and pools in fp32, each output rounded once.
+      pool_kernels::forward(options_, x.local(window), y.local(out), work(out, owned), placement(window, shape));
     });
     saved_x_.emplace(x);
     saved_output_ = owned;

@@ -9,9 +9,11 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "layers/cell_loop.hpp"
+#include "layers/pool2d_2x2_avx512.hpp"
 #include "layers/pool2d_window.hpp"
 
 namespace tessera::layers::pool_kernels {
@@ -83,43 +85,47 @@ inline void add_scaled_tap(T* __restrict__ dx, const T* __restrict__ x, const T*
 // the four taps of each output in one pass, where the per-tap passes below cost a loop
 // each (most of a short row's time: a 14-wide tile pools 7 outputs a row). The same
 // operations in the same order as pool_one.
-template <PoolKind K, class X, class T>
-TESSERA_ALWAYS_INLINE void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, T* __restrict__ y,
-                                    Code* __restrict__ code, T* __restrict__ norm, Int count, const Rule& rule) {
+template <PoolKind K, class X, class Y>
+TESSERA_ALWAYS_INLINE void pool_2x2(const X* __restrict__ r0, const X* __restrict__ r1, Y* __restrict__ y,
+                                    Code* __restrict__ code, Compute<Y>* __restrict__ norm, Int count,
+                                    const Rule& rule) {
+  using A = Compute<Y>;
   if constexpr (K == PoolKind::max) {
     for (Int o = 0; o < count; ++o) {
-      T best = T(r0[2 * o]);
+      A best = A(r0[2 * o]);
       Code at = tap_code(0, 0);
-      const auto tap = [&](T v, Code c) {
+      const auto tap = [&](A v, Code c) {
         const bool take = v > best || v != v;  // nan_aware::beats, as max_tap
         best = take ? v : best;
         at = take ? c : at;
       };
-      tap(T(r0[2 * o + 1]), tap_code(0, 1));
-      tap(T(r1[2 * o]), tap_code(1, 0));
-      tap(T(r1[2 * o + 1]), tap_code(1, 1));
-      y[o] = best;
+      tap(A(r0[2 * o + 1]), tap_code(0, 1));
+      tap(A(r1[2 * o]), tap_code(1, 0));
+      tap(A(r1[2 * o + 1]), tap_code(1, 1));
+      y[o] = Y(best);
       code[o] = at;
     }
   } else if constexpr (K == PoolKind::average) {
-    const T divisor = static_cast<T>(4);  // count_include_pad or not: all four taps are inside
+    const A divisor = static_cast<A>(4);  // count_include_pad or not: all four taps are inside
     for (Int o = 0; o < count; ++o) {
-      T sum = T(0);
-      sum += T(r0[2 * o]);
-      sum += T(r0[2 * o + 1]);
-      sum += T(r1[2 * o]);
-      sum += T(r1[2 * o + 1]);
-      y[o] = sum / divisor;
+      A sum = A(0);
+      sum += A(r0[2 * o]);
+      sum += A(r0[2 * o + 1]);
+      sum += A(r1[2 * o]);
+      sum += A(r1[2 * o + 1]);
+      y[o] = Y(sum / divisor);
     }
   } else {
     for (Int o = 0; o < count; ++o) {
-      T sum = static_cast<T>(rule.eps);
-      const T a = T(r0[2 * o]), b = T(r0[2 * o + 1]), c = T(r1[2 * o]), d = T(r1[2 * o + 1]);
+      A sum = static_cast<A>(rule.eps);
+      const A a = A(r0[2 * o]), b = A(r0[2 * o + 1]), c = A(r1[2 * o]), d = A(r1[2 * o + 1]);
       sum += a * a;
       sum += b * b;
       sum += c * c;
       sum += d * d;
-      norm[o] = y[o] = std::sqrt(sum);
+      const A v = std::sqrt(sum);
+      norm[o] = v;
+      y[o] = Y(v);
     }
   }
 }
@@ -131,46 +137,79 @@ TESSERA_ALWAYS_INLINE void pool_2x2(const X* __restrict__ r0, const X* __restric
 // times for a 3 x 3 window, which made its forward 3x the 2 x 2's. Tap (i, j) of an output
 // is x[i * ldx + j] from the output's first; the same operations in the same order as
 // pool_one.
-template <PoolKind K, int KH, int KW, int S, class X, class T>
-TESSERA_ALWAYS_INLINE void pool_window(const X* __restrict__ x, Int ldx, T* __restrict__ y, Code* __restrict__ code,
-                                       T* __restrict__ norm, Int count, const Rule& rule, T divisor) {
+template <PoolKind K, int KH, int KW, int S, class X, class Y>
+TESSERA_ALWAYS_INLINE void pool_window(const X* __restrict__ x, Int ldx, Y* __restrict__ y, Code* __restrict__ code,
+                                       Compute<Y>* __restrict__ norm, Int count, const Rule& rule,
+                                       Compute<Y> divisor) {
+  using A = Compute<Y>;
   for (Int o = 0; o < count; ++o) {
     const X* const p = x + o * S;
     if constexpr (K == PoolKind::max) {
-      T best = T(p[0]);
+      A best = A(p[0]);
       Code at = tap_code(0, 0);
       for (int i = 0; i < KH; ++i)
         for (int j = 0; j < KW; ++j) {
           if (i == 0 && j == 0) continue;
-          const T v = T(p[i * ldx + j]);
+          const A v = A(p[i * ldx + j]);
           const bool take = v > best || v != v;  // nan_aware::beats, as max_tap
           best = take ? v : best;
           at = take ? tap_code(i, j) : at;
         }
-      y[o] = best;
+      y[o] = Y(best);
       code[o] = at;
     } else if constexpr (K == PoolKind::average) {
-      T sum = T(0);
+      A sum = A(0);
       for (int i = 0; i < KH; ++i)
-        for (int j = 0; j < KW; ++j) sum += T(p[i * ldx + j]);
-      y[o] = sum / divisor;
+        for (int j = 0; j < KW; ++j) sum += A(p[i * ldx + j]);
+      y[o] = Y(sum / divisor);
     } else {
-      T sum = static_cast<T>(rule.eps);
+      A sum = static_cast<A>(rule.eps);
       for (int i = 0; i < KH; ++i)
         for (int j = 0; j < KW; ++j) {
-          const T v = T(p[i * ldx + j]);
+          const A v = A(p[i * ldx + j]);
           sum += v * v;
         }
-      norm[o] = y[o] = std::sqrt(sum);
+      const A v = std::sqrt(sum);
+      norm[o] = v;
+      y[o] = Y(v);
     }
   }
 }
 
+// The outputs [0, count) of a row tap by tap in row-major order over taps rows [ia, ib),
+// each a contiguous loop (the same operations as pool_one): `out` accumulates in place, so
+// it is in the arithmetic's type. tap(i, j) is the first output's tap (i, j).
+template <PoolKind K, int S, class Tap, class A>
+TESSERA_ALWAYS_INLINE void per_tap_columns(const Tap& tap, const Geometry& g, const Rule& rule, Int ia, Int ib,
+                                           A* out, Code* code, A* norm, Int count) {
+  if constexpr (K == PoolKind::max) {
+    max_first<S>(tap(ia, 0), out, code, count, g.sw, tap_code(ia, 0));
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j)
+        if (i != ia || j != 0) max_tap<S>(tap(i, j), out, code, count, g.sw, tap_code(i, j));
+  } else if constexpr (K == PoolKind::average) {
+    for (Int o = 0; o < count; ++o) out[o] = A(0);
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j) sum_tap<S>(tap(i, j), out, count, g.sw);
+    const A divisor = static_cast<A>(average_divisor(g, rule.count_include_pad, ia, ib, 0, g.kw));
+    for (Int o = 0; o < count; ++o) out[o] = out[o] / divisor;
+  } else {
+    for (Int o = 0; o < count; ++o) out[o] = static_cast<A>(rule.eps);
+    for (Int i = ia; i < ib; ++i)
+      for (Int j = 0; j < g.kw; ++j) square_tap<S>(tap(i, j), out, count, g.sw);
+    for (Int o = 0; o < count; ++o) norm[o] = out[o] = std::sqrt(out[o]);
+  }
+}
+
 // One output row: y[0, out_w) (and code/norm) from the plane `x` (row stride ldx) whose row
-// oh*sh is the row's first tap row.
-template <PoolKind K, int S, class X, class T>
-TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g,
-                                            const Rule& rule, Int oh, Int out_w, Int full_first, Int full_end) {
+// oh*sh is the row's first tap row. The arithmetic is Compute<Y>; a bf16 y is rounded once
+// per output as it is stored (the fused windows from registers, the per-tap loops from a
+// chunk of fp32 on the stack), so the same bits as pooling into fp32 and narrowing.
+template <PoolKind K, int S, class X, class Y>
+TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm,
+                                            const Geometry& g, const Rule& rule, Int oh, Int out_w, Int full_first,
+                                            Int full_end) {
+  using A = Compute<Y>;
   Int ia, ib;
   g.rows(oh, ia, ib);
   const X* first_row = x + oh * g.sh * ldx;
@@ -178,8 +217,8 @@ TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, T* y, Code* cod
     Int ja, jb;
     g.cols(ow, ja, jb);
     Code c = 0;
-    const T v = pool_one<K>(PtrTaps<X>{first_row + ow * g.sw, ldx, g.dh, g.dw}, g, rule, ia, ib, ja, jb, c);
-    y[ow] = v;
+    const A v = pool_one<K>(PtrTaps<X>{first_row + ow * g.sw, ldx, g.dh, g.dw}, g, rule, ia, ib, ja, jb, c);
+    y[ow] = Y(v);
     if constexpr (K == PoolKind::max) code[ow] = c;
     if constexpr (K == PoolKind::l2) norm[ow] = v;
   };
@@ -187,40 +226,41 @@ TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, T* y, Code* cod
   for (Int ow = full_end; ow < out_w; ++ow) one(ow);
   const Int count = full_end - full_first;
   if (count <= 0) return;
-  // The full columns, tap by tap in row-major order: the same operations as pool_one.
   const X* base = first_row + full_first * g.sw;
-  T* out = y + full_first;
-  const auto tap = [&](Int i, Int j) { return base + i * g.dh * ldx + j * g.dw; };
+  Y* out = y + full_first;
+  Code* const c = K == PoolKind::max ? code + full_first : nullptr;
+  A* const n = K == PoolKind::l2 ? norm + full_first : nullptr;
   if (g.dh == 1 && g.dw == 1 && ia == 0 && ib == g.kh) {
-    Code* const c = K == PoolKind::max ? code + full_first : nullptr;
-    T* const n = K == PoolKind::l2 ? norm + full_first : nullptr;
-    const T divisor = static_cast<T>(average_divisor(g, rule.count_include_pad, 0, g.kh, 0, g.kw));
+    const A divisor = static_cast<A>(average_divisor(g, rule.count_include_pad, 0, g.kh, 0, g.kw));
     if constexpr (S == 2) {
-      if (g.kh == 2 && g.kw == 2) return pool_2x2<K>(tap(0, 0), tap(1, 0), out, c, n, count, rule);
+      if (g.kh == 2 && g.kw == 2) {
+#if TESSERA_POOL_AVX512
+        if constexpr (avx512::handles<X> && avx512::handles<Y>)
+          if (avx512::takes_row<Y>(count))
+            return avx512::pool_2x2<K>(base, base + ldx, out, c, n, count, static_cast<float>(rule.eps));
+#endif
+        return pool_2x2<K>(base, base + ldx, out, c, n, count, rule);
+      }
       if (g.kh == 3 && g.kw == 3) return pool_window<K, 3, 3, 2>(base, ldx, out, c, n, count, rule, divisor);
     }
     if constexpr (S == 1) {
       if (g.kh == 3 && g.kw == 3) return pool_window<K, 3, 3, 1>(base, ldx, out, c, n, count, rule, divisor);
     }
   }
-  if constexpr (K == PoolKind::max) {
-    Code* c = code + full_first;
-    max_first<S>(tap(ia, 0), out, c, count, g.sw, tap_code(ia, 0));
-    for (Int i = ia; i < ib; ++i)
-      for (Int j = 0; j < g.kw; ++j)
-        if (i != ia || j != 0) max_tap<S>(tap(i, j), out, c, count, g.sw, tap_code(i, j));
-  } else if constexpr (K == PoolKind::average) {
-    for (Int o = 0; o < count; ++o) out[o] = T(0);
-    for (Int i = ia; i < ib; ++i)
-      for (Int j = 0; j < g.kw; ++j) sum_tap<S>(tap(i, j), out, count, g.sw);
-    const T divisor = static_cast<T>(average_divisor(g, rule.count_include_pad, ia, ib, 0, g.kw));
-    for (Int o = 0; o < count; ++o) out[o] = out[o] / divisor;
+  const auto tap_from = [&](const X* first) {
+    return [=, &g](Int i, Int j) { return first + i * g.dh * ldx + j * g.dw; };
+  };
+  if constexpr (std::is_same_v<Y, A>) {
+    per_tap_columns<K, S>(tap_from(base), g, rule, ia, ib, out, c, n, count);
   } else {
-    for (Int o = 0; o < count; ++o) out[o] = static_cast<T>(rule.eps);
-    for (Int i = ia; i < ib; ++i)
-      for (Int j = 0; j < g.kw; ++j) square_tap<S>(tap(i, j), out, count, g.sw);
-    T* n = norm + full_first;
-    for (Int o = 0; o < count; ++o) n[o] = out[o] = std::sqrt(out[o]);
+    constexpr Int chunk = 256;  // outputs per pass over the taps, accumulated in A on the stack
+    A wide[chunk];
+    for (Int o0 = 0; o0 < count; o0 += chunk) {
+      const Int m = o0 + chunk < count ? chunk : count - o0;
+      per_tap_columns<K, S>(tap_from(base + o0 * g.sw), g, rule, ia, ib, wide, c ? c + o0 : nullptr,
+                            n ? n + o0 : nullptr, m);
+      for (Int o = 0; o < m; ++o) out[o0 + o] = Y(wide[o]);
+    }
   }
 }
 
@@ -229,8 +269,8 @@ TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, T* y, Code* cod
 // into one rounding (l2's sum of squares), so every clone gives the baseline's bits, which
 // the flat route (CUDA's) gives too. Pooling compares and adds; 64-byte vectors are left
 // alone for the reason cell_loop.hpp gives for streaming kernels.
-template <PoolKind K, int S, class X, class T>
-__attribute__((target("avx2"))) void forward_row_avx2(const X* x, Int ldx, T* y, Code* code, T* norm,
+template <PoolKind K, int S, class X, class Y>
+__attribute__((target("avx2"))) void forward_row_avx2(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm,
                                                       const Geometry& g, const Rule& rule, Int oh, Int out_w,
                                                       Int full_first, Int full_end) {
   forward_row_body<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
@@ -239,9 +279,9 @@ __attribute__((target("avx2"))) void forward_row_avx2(const X* x, Int ldx, T* y,
 
 // One output row (forward_row_body) on the widest clone the CPU runs (cell_loop.hpp's
 // host_isa: TESSERA_HOST_ISA=baseline compares).
-template <PoolKind K, int S, class X, class T>
-void forward_row(const X* x, Int ldx, T* y, Code* code, T* norm, const Geometry& g, const Rule& rule, Int oh,
-                 Int out_w, Int full_first, Int full_end) {
+template <PoolKind K, int S, class X, class Y>
+void forward_row(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm, const Geometry& g, const Rule& rule,
+                 Int oh, Int out_w, Int full_first, Int full_end) {
 #if TESSERA_HOST_CLONES
   // The clone only where it measured faster (8x32x128x128, interleaved): max pooling (fp32
   // 1.1-1.2x, bf16 1.1-1.6x forward) and bf16 average pooling (1.2-1.4x, its taps widened as
@@ -271,20 +311,24 @@ inline bool windows_tile_2x2(const Geometry& g, Int in_h, Int in_w, Int out_h, I
 }
 
 // Where the windows tile (windows_tile_2x2): one output row's gradients written over its two
-// tap rows r0 and r1 (2 * out_w floats each; x0, x1 the same rows of x, read by l2 only).
-// Each cell is 0 + its one gradient, as backward_plane adds it into zeroed dx, so the same
-// bits, without zeroing dx first and without a scatter.
-template <PoolKind K, class A, class X, class G>
-TESSERA_ALWAYS_INLINE void tile_row_gradients_2x2(const X* x0, const X* x1, const G* d, const Code* c, const A* nr,
-                                                  A* __restrict__ r0, A* __restrict__ r1, Int out_w) {
+// tap rows r0 and r1 (2 * out_w cells each; x0, x1 the same rows of x, read by l2 only),
+// computed in Compute<D> and rounded once into D. Each cell is 0 + its one gradient, as
+// backward_plane adds it into zeroed dx, so the same bits, without zeroing dx first and
+// without a scatter (and in bf16 without an fp32 row to narrow afterwards).
+template <PoolKind K, class X, class G, class D>
+TESSERA_ALWAYS_INLINE void tile_row_gradients_2x2(const X* x0, const X* x1, const G* d, const Code* c,
+                                                  const Compute<D>* nr, D* __restrict__ r0, D* __restrict__ r1,
+                                                  Int out_w) {
+  using A = Compute<D>;
   if constexpr (K == PoolKind::max) {
     // Selected by masking the bits (+0 where not the argmax): a branch per cell on random
     // argmaxes mispredicted a quarter of the time and took 2.4x this pass's time.
-    using Bits = std::conditional_t<sizeof(A) == 4, std::uint32_t, std::uint64_t>;
+    using Bits = std::conditional_t<sizeof(D) == 2, std::uint16_t,
+                                    std::conditional_t<sizeof(D) == 4, std::uint32_t, std::uint64_t>>;
     for (Int o = 0; o < out_w; ++o) {
-      const Bits g = std::bit_cast<Bits>(A(0) + A(d[o]));
+      const Bits g = std::bit_cast<Bits>(D(A(0) + A(d[o])));
       const Code at = c[o];
-      const auto pick = [&](Code tap) { return std::bit_cast<A>(g & (Bits(0) - Bits(at == tap))); };
+      const auto pick = [&](Code tap) { return std::bit_cast<D>(Bits(g & (Bits(0) - Bits(at == tap)))); };
       r0[2 * o] = pick(tap_code(0, 0));
       r0[2 * o + 1] = pick(tap_code(0, 1));
       r1[2 * o] = pick(tap_code(1, 0));
@@ -292,18 +336,59 @@ TESSERA_ALWAYS_INLINE void tile_row_gradients_2x2(const X* x0, const X* x1, cons
     }
   } else if constexpr (K == PoolKind::average) {
     for (Int o = 0; o < out_w; ++o) {
-      const A g = A(0) + A(d[o]) / A(4);  // the divisor: all four taps are inside
-      r0[2 * o] = r0[2 * o + 1] = r1[2 * o] = r1[2 * o + 1] = g;
+      const D g = D(A(0) + A(d[o]) / A(4));  // the divisor: all four taps are inside
+      if constexpr (sizeof(D) == 2) {
+        // bf16: the two cells of a row as one 32-bit store; stored cell by cell, the AVX-512
+        // clone interleaved them through permutes at half fp32's speed.
+        const std::uint32_t bits = std::uint32_t(std::bit_cast<std::uint16_t>(g)) * 0x10001u;
+        std::memcpy(r0 + 2 * o, &bits, sizeof bits);
+        std::memcpy(r1 + 2 * o, &bits, sizeof bits);
+      } else {
+        r0[2 * o] = r0[2 * o + 1] = r1[2 * o] = r1[2 * o + 1] = g;
+      }
     }
   } else {
     for (Int o = 0; o < out_w; ++o) {
       const A g = A(d[o]) / nr[o];
-      r0[2 * o] = A(0) + g * A(x0[2 * o]);
-      r0[2 * o + 1] = A(0) + g * A(x0[2 * o + 1]);
-      r1[2 * o] = A(0) + g * A(x1[2 * o]);
-      r1[2 * o + 1] = A(0) + g * A(x1[2 * o + 1]);
+      r0[2 * o] = D(A(0) + g * A(x0[2 * o]));
+      r0[2 * o + 1] = D(A(0) + g * A(x0[2 * o + 1]));
+      r1[2 * o] = D(A(0) + g * A(x1[2 * o]));
+      r1[2 * o + 1] = D(A(0) + g * A(x1[2 * o + 1]));
     }
   }
+}
+
+// One (n, c) plane's dx where the windows tile it: every output row's two dx rows
+// (tile_row_gradients_2x2); code and norm are the plane's workspace (read by max and l2).
+template <PoolKind K, class X, class G, class D>
+TESSERA_ALWAYS_INLINE void tile_plane_gradients_2x2_body(const X* x, Int ldx, const G* dy, Int lddy, const Code* code,
+                                                         Int ldc, const Compute<D>* norm, Int ldn, D* dx, Int lddx,
+                                                         Int out_h, Int out_w) {
+  for (Int oh = 0; oh < out_h; ++oh)
+    tile_row_gradients_2x2<K>(x + 2 * oh * ldx, x + (2 * oh + 1) * ldx, dy + oh * lddy,
+                              K == PoolKind::max ? code + oh * ldc : nullptr,
+                              K == PoolKind::l2 ? norm + oh * ldn : nullptr, dx + 2 * oh * lddx,
+                              dx + (2 * oh + 1) * lddx, out_w);
+}
+
+// tile_plane_gradients_2x2_body, each row on AVX-512 where the CPU has it
+// (pool2d_2x2_avx512.hpp).
+template <PoolKind K, class X, class G, class D>
+void tile_plane_gradients_2x2(const X* x, Int ldx, const G* dy, Int lddy, const Code* code, Int ldc,
+                              const Compute<D>* norm, Int ldn, D* dx, Int lddx, Int out_h, Int out_w) {
+#if TESSERA_POOL_AVX512
+  if constexpr (avx512::handles<X> && avx512::handles<G> && avx512::handles<D>) {
+    if (avx512::takes_row<D>(out_w)) {
+      for (Int oh = 0; oh < out_h; ++oh)
+        avx512::tile_row_gradients_2x2<K>(x + 2 * oh * ldx, x + (2 * oh + 1) * ldx, dy + oh * lddy,
+                                          K == PoolKind::max ? code + oh * ldc : nullptr,
+                                          K == PoolKind::l2 ? norm + oh * ldn : nullptr, dx + 2 * oh * lddx,
+                                          dx + (2 * oh + 1) * lddx, out_w);
+      return;
+    }
+  }
+#endif
+  tile_plane_gradients_2x2_body<K>(x, ldx, dy, lddy, code, ldc, norm, ldn, dx, lddx, out_h, out_w);
 }
 
 // One (n, c) plane of backward: adds every output's gradient into dx (row stride lddx,

@@ -193,9 +193,8 @@ bool forward_host_route_fits(const Pool2dOptions& options, const In& x, const Ou
 }
 
 // y (the output box's view) from x (the view of that box's input window); `work` covers
-// the same outputs as y. x may be bf16 with y fp32: each tap is widened as it is read. Both
-// bf16 (y rounded once from the fp32 arithmetic) take the flat route: the host route's bf16
-// rows are forward_bf16_rows (layers/pool2d_bf16_host.hpp).
+// the same outputs as y. x may be bf16 with y fp32: each tap is widened as it is read; a
+// bf16 y is rounded once per output from the fp32 arithmetic, on either route.
 template <class In, class Out, class Codes, class Norms>
 void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work<Codes, Norms>& work,
              const Placement& at, Route route = Route::automatic) {
@@ -209,7 +208,7 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
   const bool host_route = route == Route::automatic && forward_host_route_fits(options, x, y, work);
   with_kind(options.kind, [&](auto kind) {
     constexpr PoolKind K = decltype(kind)::value;
-    if constexpr (is_host_space<Space> && std::is_same_v<T, A>) {
+    if constexpr (is_host_space<Space>) {
       if (host_route) {
         Int full_first, full_end;
         host::full_columns(g, out_w, full_first, full_end);
@@ -223,7 +222,7 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
               [=](Int r) {
                 const Int oh = r % out_h, c = (r / out_h) % channels, n = r / (out_h * channels);
                 Code* code = nullptr;
-                T* norm = nullptr;
+                A* norm = nullptr;
                 if constexpr (K == PoolKind::max) code = host::plane_mut(work.codes, n, c) + oh * ldc;
                 if constexpr (K == PoolKind::l2) norm = host::plane_mut(work.norms, n, c) + oh * ldn;
                 host::forward_row<K, S>(host::plane(x, n, c), ldx, host::plane_mut(y, n, c) + oh * ldy, code, norm, g,
@@ -311,16 +310,10 @@ void backward(const Pool2dOptions& options, const In& x, const Grad& dy, const O
                 const T* norm = nullptr;
                 if constexpr (K == PoolKind::max) code = host::plane(work.codes, n, c);
                 if constexpr (K == PoolKind::l2) norm = host::plane(work.norms, n, c);
-                if (tiles) {
-                  const auto* const xp = host::plane(x, n, c);
-                  const auto* const dyp = host::plane(dy, n, c);
-                  T* const dxp = host::plane_mut(dx, n, c);
-                  for (Int oh = 0; oh < out_h; ++oh)
-                    host::tile_row_gradients_2x2<K>(xp + 2 * oh * ldx, xp + (2 * oh + 1) * ldx, dyp + oh * lddy,
-                                                    code ? code + oh * ldc : nullptr, norm ? norm + oh * ldn : nullptr,
-                                                    dxp + 2 * oh * lddx, dxp + (2 * oh + 1) * lddx, out_w);
-                  return;
-                }
+                if (tiles)
+                  return host::tile_plane_gradients_2x2<K>(host::plane(x, n, c), ldx, host::plane(dy, n, c), lddy,
+                                                           code, ldc, norm, ldn, host::plane_mut(dx, n, c), lddx,
+                                                           out_h, out_w);
                 host::backward_plane<K, S>(host::plane(x, n, c), ldx, host::plane(dy, n, c), lddy, code, ldc, norm,
                                            ldn, host::plane_mut(dx, n, c), lddx, g, rule, out_h, out_w, full_first,
                                            full_end);

@@ -155,19 +155,18 @@ TEST_P(PoolAgainstReference, Bf16WindowReadDirectlyEqualsTheKernelOnItsFp32Copy)
         ASSERT_EQ(read16.norms.data()[i], copy32.norms.data()[i]) << "norm " << i;
       }
       // A bf16 y: that fp32 y rounded once, in every cell (y starts as garbage), and the same
-      // argmax and norms. The host route goes row by row in fp32 scratch
-      // (layers/pool2d_bf16_host.hpp); the flat route (CUDA's) writes each cell directly.
+      // argmax and norms. The host route rounds each output as it stores it (the fused
+      // windows from registers, the per-tap loops from fp32 chunks on the stack); the flat
+      // route (CUDA's) writes each cell directly.
       HostArray<bf16> y16("y16", os[N], os[C], os[H], os[W]);
       for (std::size_t i = 0; i < y16.size(); ++i) y16.data()[i] = bf16(7.0f);
       const Result rows{HostArray<float>(), HostArray<float>("norms", os[N], os[C], os[H], os[W]),
                         Codes("codes", os[N], os[C], os[H], os[W])};
       const pool_kernels::Work<Codes, HostArray<float>> work{rows.codes, rows.norms};
-      if (route == pool_kernels::Route::flat) {
-        pool_kernels::forward(options, x16, y16, work, at, route);
-      } else {
+      if (route != pool_kernels::Route::flat) {
         ASSERT_TRUE(pool_kernels::forward_host_route_fits(options, x16, y16, work));
-        pool_kernels::forward_bf16_rows(options, x16, y16, work, at);
       }
+      pool_kernels::forward(options, x16, y16, work, at, route);
       Kokkos::fence();
       for (std::size_t i = 0; i < y16.size(); ++i) {
         ASSERT_EQ(y16.data()[i].bits, bf16(read16.y.data()[i]).bits) << "bf16 y " << i;

@@ -1,0 +1,209 @@
+#pragma once
+// The 2 x 2 window at stride 2 (the common pooling) on AVX-512, 16 outputs a vector with a
+// masked tail: the host route's pool_2x2 and tile_row_gradients_2x2
+// (pool2d_host_rows.hpp), the same operations in the same order, so the same bits.
+// Written out because the compilers' loops left short rows scalar: a 28 x 14 tile pools
+// 7 outputs a row, all of it in the loop's scalar remainder (a mispredicted branch per tap
+// and per bf16 rounding), where one masked vector takes the whole row. The two taps of a
+// row are its even and odd cells: one permute each in fp32, a shift and a mask in bf16.
+
+#include <cstdint>
+#include <type_traits>
+
+#include "distarray/bf16.hpp"
+#include "layers/cell_loop.hpp"
+#include "layers/pool2d_window.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#include <immintrin.h>
+#define TESSERA_POOL_AVX512 1
+#define TESSERA_TARGET_POOL_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
+#else
+#define TESSERA_POOL_AVX512 0
+#endif
+
+namespace tessera::layers::pool_kernels::avx512 {
+
+#if TESSERA_POOL_AVX512
+
+// GCC 12's -Wmaybe-uninitialized flags the `undefined` vectors inside its own AVX-512
+// intrinsics once they are inlined (a known false positive, fixed in later releases).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// Whether a row of `count` outputs of type T runs here: on a CPU with AVX-512 (cell_loop.hpp's
+// host_isa, which TESSERA_HOST_ISA caps), every bf16 row, and fp32 rows longer than the
+// baseline's one 4-lane vector (28 x 14 tiles, 7 outputs a row: forward 1.57x, backward
+// 1.42x; 8-wide tiles, 4 outputs: 0.88x and 0.76x, one SSE vector with no remainder).
+// Only fp32 and bf16 (fp64, which the reference tests pool in, stays on the loops).
+template <class T>
+inline constexpr bool handles = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
+template <class T>
+inline bool takes_row(Int count) {
+  return cell_loop_detail::host_isa() == 2 && (!std::is_same_v<T, float> || count > 4);
+}
+
+// One tap row of 16 outputs.
+struct Pairs {
+  __m512 even, odd;  // taps (., 0) and (., 1) of each output
+};
+
+// The 2 * 16 cells from p (fp32 or bf16, widened exactly) split into even and odd cells;
+// cells past 2 * count are read as 0 and never stored.
+TESSERA_TARGET_POOL_AVX512 inline Pairs load_pairs(const float* p, Int count) {
+  const __mmask16 lo = count >= 8 ? __mmask16(0xffff) : __mmask16((1u << (2 * count)) - 1);
+  const __mmask16 hi = count <= 8 ? __mmask16(0) : count >= 16 ? __mmask16(0xffff) : __mmask16((1u << (2 * (count - 8))) - 1);
+  const __m512 a = _mm512_maskz_loadu_ps(lo, p), b = _mm512_maskz_loadu_ps(hi, p + 16);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  return {_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b)};
+}
+TESSERA_TARGET_POOL_AVX512 inline Pairs load_pairs(const bf16* p, Int count) {
+  const __mmask32 cells = count >= 16 ? __mmask32(0xffffffffu) : __mmask32((std::uint64_t(1) << (2 * count)) - 1);
+  const __m512i v = _mm512_maskz_loadu_epi16(cells, p);  // cell 2o in the low half of lane o
+  return {_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)),
+          _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u))))};
+}
+
+// bf16's constructor on 16 lanes (to nearest even, a NaN quieted with its sign kept), the
+// result in the low 16 bits of each 32-bit lane.
+TESSERA_TARGET_POOL_AVX512 inline __m512i bf16_bits(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  const __m512i high = _mm512_srli_epi32(u, 16);
+  const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(high, _mm512_set1_epi32(1)));
+  const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+  return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+}
+
+// 16 values into the `lanes` of y, rounded once where y is bf16.
+TESSERA_TARGET_POOL_AVX512 inline void store(float* y, __mmask16 lanes, __m512 v) { _mm512_mask_storeu_ps(y, lanes, v); }
+TESSERA_TARGET_POOL_AVX512 inline void store(bf16* y, __mmask16 lanes, __m512 v) {
+  _mm256_mask_storeu_epi16(y, lanes, _mm512_cvtepi32_epi16(bf16_bits(v)));
+}
+
+// 2 * count cells of a row (count <= 16): cell 2o from even's lane o, cell 2o + 1 from odd's.
+TESSERA_TARGET_POOL_AVX512 inline void store_pairs(float* row, Int count, __m512 even, __m512 odd) {
+  const __mmask16 lo = count >= 8 ? __mmask16(0xffff) : __mmask16((1u << (2 * count)) - 1);
+  const __mmask16 hi = count <= 8 ? __mmask16(0) : count >= 16 ? __mmask16(0xffff) : __mmask16((1u << (2 * (count - 8))) - 1);
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  _mm512_mask_storeu_ps(row, lo, _mm512_permutex2var_ps(even, first, odd));
+  _mm512_mask_storeu_ps(row + 16, hi, _mm512_permutex2var_ps(even, second, odd));
+}
+TESSERA_TARGET_POOL_AVX512 inline void store_pairs(bf16* row, Int count, __m512 even, __m512 odd) {
+  const __mmask16 lanes = count >= 16 ? __mmask16(0xffff) : __mmask16((1u << count) - 1);
+  const __m512i pair = _mm512_or_si512(bf16_bits(even), _mm512_slli_epi32(bf16_bits(odd), 16));
+  _mm512_mask_storeu_epi32(row, lanes, pair);
+}
+
+// 16 values from p into fp32 lanes (bf16 widened exactly); lanes past count read as 0.
+TESSERA_TARGET_POOL_AVX512 inline __m512 load(const float* p, __mmask16 lanes) { return _mm512_maskz_loadu_ps(lanes, p); }
+TESSERA_TARGET_POOL_AVX512 inline __m512 load(const bf16* p, __mmask16 lanes) {
+  const __m256i v = _mm256_maskz_loadu_epi16(lanes, p);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+TESSERA_TARGET_POOL_AVX512 inline __mmask16 first_lanes(Int n) {
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+
+// One tap of max pooling: taken where larger than best, or NaN (nan_aware::beats).
+TESSERA_TARGET_POOL_AVX512 inline void max_tap(__m512& best, __m512i& at, __m512 v, Code tap) {
+  const __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  best = _mm512_mask_mov_ps(best, take, v);
+  at = _mm512_mask_mov_epi32(at, take, _mm512_set1_epi32(tap));
+}
+
+// g where the argmax is `tap`, +0 elsewhere.
+TESSERA_TARGET_POOL_AVX512 inline __m512 where_tap(__m512 g, __m512i at, Code tap) {
+  return _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, _mm512_set1_epi32(tap)), g);
+}
+
+// a * b + c with the product rounded before the add, as the scalar loops at the baseline ISA.
+// The explicit-rounding forms: GCC contracts the plain _mm512_mul_ps and _mm512_add_ps
+// (vector arithmetic to it) into one fused multiply-add, whose single rounding changed l2
+// pooling's last bit.
+TESSERA_TARGET_POOL_AVX512 inline __m512 multiply_add(__m512 a, __m512 b, __m512 c) {
+  constexpr int nearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  return _mm512_add_round_ps(_mm512_mul_round_ps(a, b, nearest), c, nearest);
+}
+TESSERA_TARGET_POOL_AVX512 inline __m512 scaled(__m512 g, __m512 x) {  // 0 + g * x
+  return multiply_add(g, x, _mm512_setzero_ps());
+}
+
+// pool_2x2 over outputs [0, count) from the tap rows r0, r1.
+template <PoolKind K, class X, class Y>
+TESSERA_TARGET_POOL_AVX512 void pool_2x2(const X* r0, const X* r1, Y* y, Code* code, Compute<Y>* norm, Int count,
+                                         float eps) {
+  static_assert(std::is_same_v<Compute<Y>, float>, "fp32 arithmetic");
+  for (Int o = 0; o < count; o += 16) {
+    const Int n = count - o < 16 ? count - o : 16;
+    const __mmask16 lanes = first_lanes(n);
+    const Pairs top = load_pairs(r0 + 2 * o, n), bottom = load_pairs(r1 + 2 * o, n);
+    if constexpr (K == PoolKind::max) {
+      __m512 best = top.even;
+      __m512i at = _mm512_set1_epi32(tap_code(0, 0));
+      max_tap(best, at, top.odd, tap_code(0, 1));
+      max_tap(best, at, bottom.even, tap_code(1, 0));
+      max_tap(best, at, bottom.odd, tap_code(1, 1));
+      store(y + o, lanes, best);
+      _mm512_mask_storeu_epi32(code + o, lanes, at);
+    } else if constexpr (K == PoolKind::average) {
+      __m512 sum = _mm512_add_ps(_mm512_setzero_ps(), top.even);
+      sum = _mm512_add_ps(sum, top.odd);
+      sum = _mm512_add_ps(sum, bottom.even);
+      sum = _mm512_add_ps(sum, bottom.odd);
+      store(y + o, lanes, _mm512_div_ps(sum, _mm512_set1_ps(4.0f)));
+    } else {
+      __m512 sum = _mm512_set1_ps(eps);
+      sum = multiply_add(top.even, top.even, sum);
+      sum = multiply_add(top.odd, top.odd, sum);
+      sum = multiply_add(bottom.even, bottom.even, sum);
+      sum = multiply_add(bottom.odd, bottom.odd, sum);
+      const __m512 v = _mm512_sqrt_ps(sum);
+      _mm512_mask_storeu_ps(norm + o, lanes, v);
+      store(y + o, lanes, v);
+    }
+  }
+}
+
+// tile_row_gradients_2x2 over outputs [0, out_w): each output's gradient (computed in fp32,
+// rounded once into D) written over its four cells of the tap rows r0, r1.
+template <PoolKind K, class X, class G, class D>
+TESSERA_TARGET_POOL_AVX512 void tile_row_gradients_2x2(const X* x0, const X* x1, const G* d, const Code* c,
+                                                       const float* nr, D* r0, D* r1, Int out_w) {
+  const __m512 zero = _mm512_setzero_ps();
+  for (Int o = 0; o < out_w; o += 16) {
+    const Int n = out_w - o < 16 ? out_w - o : 16;
+    const __mmask16 lanes = first_lanes(n);
+    const __m512 dy = load(d + o, lanes);
+    if constexpr (K == PoolKind::max) {
+      // +0 where not the argmax, as the scalar loop's bit mask; 0 + dy, rounded as D.
+      const __m512 g = _mm512_add_ps(zero, dy);
+      const __m512i at = _mm512_maskz_loadu_epi32(lanes, c + o);
+      store_pairs(r0 + 2 * o, n, where_tap(g, at, tap_code(0, 0)), where_tap(g, at, tap_code(0, 1)));
+      store_pairs(r1 + 2 * o, n, where_tap(g, at, tap_code(1, 0)), where_tap(g, at, tap_code(1, 1)));
+    } else if constexpr (K == PoolKind::average) {
+      const __m512 g = _mm512_add_ps(zero, _mm512_div_ps(dy, _mm512_set1_ps(4.0f)));
+      store_pairs(r0 + 2 * o, n, g, g);
+      store_pairs(r1 + 2 * o, n, g, g);
+    } else {
+      const __m512 g = _mm512_div_ps(dy, _mm512_maskz_loadu_ps(lanes, nr + o));
+      const Pairs top = load_pairs(x0 + 2 * o, n), bottom = load_pairs(x1 + 2 * o, n);
+      store_pairs(r0 + 2 * o, n, scaled(g, top.even), scaled(g, top.odd));
+      store_pairs(r1 + 2 * o, n, scaled(g, bottom.even), scaled(g, bottom.odd));
+    }
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#endif
+
+}  // namespace tessera::layers::pool_kernels::avx512
