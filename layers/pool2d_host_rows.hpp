@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "layers/cell_loop.hpp"
-#include "layers/pool2d_2x2_avx512.hpp"
+#include "layers/pool2d_stride2_avx512.hpp"
 #include "layers/pool2d_window.hpp"
 
 namespace tessera::layers::pool_kernels {
@@ -233,14 +233,16 @@ TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, Y* y, Code* cod
   if (g.dh == 1 && g.dw == 1 && ia == 0 && ib == g.kh) {
     const A divisor = static_cast<A>(average_divisor(g, rule.count_include_pad, 0, g.kh, 0, g.kw));
     if constexpr (S == 2) {
-      if (g.kh == 2 && g.kw == 2) {
 #if TESSERA_POOL_AVX512
-        if constexpr (avx512::handles<X> && avx512::handles<Y>)
-          if (avx512::takes_row<Y>(count))
-            return avx512::pool_2x2<K>(base, base + ldx, out, c, n, count, static_cast<float>(rule.eps));
-#endif
-        return pool_2x2<K>(base, base + ldx, out, c, n, count, rule);
+      if constexpr (avx512::handles<X> && avx512::handles<Y>) {
+        if (g.kh == g.kw && (g.kh == 2 || g.kh == 3) && avx512::takes_row<Y>(count)) {
+          const float eps = static_cast<float>(rule.eps);
+          if (g.kh == 2) return avx512::pool_stride2<K, 2>(base, ldx, out, c, n, count, eps, divisor);
+          return avx512::pool_stride2<K, 3>(base, ldx, out, c, n, count, eps, divisor);
+        }
       }
+#endif
+      if (g.kh == 2 && g.kw == 2) return pool_2x2<K>(base, base + ldx, out, c, n, count, rule);
       if (g.kh == 3 && g.kw == 3) return pool_window<K, 3, 3, 2>(base, ldx, out, c, n, count, rule, divisor);
     }
     if constexpr (S == 1) {
@@ -372,7 +374,7 @@ TESSERA_ALWAYS_INLINE void tile_plane_gradients_2x2_body(const X* x, Int ldx, co
 }
 
 // tile_plane_gradients_2x2_body, each row on AVX-512 where the CPU has it
-// (pool2d_2x2_avx512.hpp).
+// (pool2d_stride2_avx512.hpp).
 template <PoolKind K, class X, class G, class D>
 void tile_plane_gradients_2x2(const X* x, Int ldx, const G* dy, Int lddy, const Code* code, Int ldc,
                               const Compute<D>* norm, Int ldn, D* dx, Int lddx, Int out_h, Int out_w) {

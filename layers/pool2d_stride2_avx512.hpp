@@ -1,11 +1,13 @@
 #pragma once
-// The 2 x 2 window at stride 2 (the common pooling) on AVX-512, 16 outputs a vector with a
-// masked tail: the host route's pool_2x2 and tile_row_gradients_2x2
-// (pool2d_host_rows.hpp), the same operations in the same order, so the same bits.
-// Written out because the compilers' loops left short rows scalar: a 28 x 14 tile pools
+// Pooling windows at stride 2 on AVX-512, 16 outputs a vector with a masked tail: the
+// 2 x 2 (the common pooling, forward and the tiled backward) and the 3 x 3 (ResNet's stem,
+// forward), as the host route's loops compute them (pool2d_host_rows.hpp: pool_2x2,
+// pool_window, tile_row_gradients_2x2), the same operations in the same order, so the same
+// bits. Written out because the compilers' loops left these rows slow: a 28 x 14 tile pools
 // 7 outputs a row, all of it in the loop's scalar remainder (a mispredicted branch per tap
-// and per bf16 rounding), where one masked vector takes the whole row. The two taps of a
-// row are its even and odd cells: one permute each in fp32, a shift and a mask in bf16.
+// and per bf16 rounding), where one masked vector takes the whole row; and a stride-2 tap
+// is a gather to them, where here a tap row's even and odd cells come from one load (one
+// permute each in fp32, a shift and a mask in bf16).
 
 #include <cstdint>
 #include <type_traits>
@@ -50,19 +52,20 @@ struct Pairs {
   __m512 even, odd;  // taps (., 0) and (., 1) of each output
 };
 
-// The 2 * 16 cells from p (fp32 or bf16, widened exactly) split into even and odd cells;
-// cells past 2 * count are read as 0 and never stored.
-TESSERA_TARGET_POOL_AVX512 inline Pairs load_pairs(const float* p, Int count) {
-  const __mmask16 lo = count >= 8 ? __mmask16(0xffff) : __mmask16((1u << (2 * count)) - 1);
-  const __mmask16 hi = count <= 8 ? __mmask16(0) : count >= 16 ? __mmask16(0xffff) : __mmask16((1u << (2 * (count - 8))) - 1);
+// The first `cells` (at most 32) cells from p (fp32 or bf16, widened exactly) split into
+// even and odd cells; cells past them are read as 0 (never touched in memory) and never
+// stored.
+TESSERA_TARGET_POOL_AVX512 inline Pairs load_pairs(const float* p, Int cells) {
+  const __mmask16 lo = cells >= 16 ? __mmask16(0xffff) : __mmask16((1u << cells) - 1);
+  const __mmask16 hi = cells <= 16 ? __mmask16(0) : cells >= 32 ? __mmask16(0xffff) : __mmask16((1u << (cells - 16)) - 1);
   const __m512 a = _mm512_maskz_loadu_ps(lo, p), b = _mm512_maskz_loadu_ps(hi, p + 16);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   return {_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b)};
 }
-TESSERA_TARGET_POOL_AVX512 inline Pairs load_pairs(const bf16* p, Int count) {
-  const __mmask32 cells = count >= 16 ? __mmask32(0xffffffffu) : __mmask32((std::uint64_t(1) << (2 * count)) - 1);
-  const __m512i v = _mm512_maskz_loadu_epi16(cells, p);  // cell 2o in the low half of lane o
+TESSERA_TARGET_POOL_AVX512 inline Pairs load_pairs(const bf16* p, Int cells) {
+  const __mmask32 mask = cells >= 32 ? __mmask32(0xffffffffu) : __mmask32((std::uint64_t(1) << cells) - 1);
+  const __m512i v = _mm512_maskz_loadu_epi16(mask, p);  // cell 2o in the low half of lane o
   return {_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)),
           _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u))))};
 }
@@ -135,36 +138,44 @@ TESSERA_TARGET_POOL_AVX512 inline __m512 scaled(__m512 g, __m512 x) {  // 0 + g 
   return multiply_add(g, x, _mm512_setzero_ps());
 }
 
-// pool_2x2 over outputs [0, count) from the tap rows r0, r1.
-template <PoolKind K, class X, class Y>
-TESSERA_TARGET_POOL_AVX512 void pool_2x2(const X* r0, const X* r1, Y* y, Code* code, Compute<Y>* norm, Int count,
-                                         float eps) {
+// pool_2x2 (KH = 2) or pool_window<K, 3, 3, 2> (KH = 3) over outputs [0, count): the
+// KH x KH window at stride 2, every tap inside the image, tap (i, j) of output o at
+// x[i * ldx + 2 * o + j]; taps in row-major order as the loops take them. Tap column 2 is
+// the next output's column 0: the even cells of a load one output on, one cell short so
+// that it reads nothing past the last window.
+template <PoolKind K, int KH, class X, class Y>
+TESSERA_TARGET_POOL_AVX512 void pool_stride2(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm, Int count,
+                                             float eps, float divisor) {
   static_assert(std::is_same_v<Compute<Y>, float>, "fp32 arithmetic");
+  static_assert(KH == 2 || KH == 3, "2 x 2 and 3 x 3 windows");
   for (Int o = 0; o < count; o += 16) {
     const Int n = count - o < 16 ? count - o : 16;
     const __mmask16 lanes = first_lanes(n);
-    const Pairs top = load_pairs(r0 + 2 * o, n), bottom = load_pairs(r1 + 2 * o, n);
+    __m512 acc = K == PoolKind::max ? _mm512_setzero_ps() : _mm512_set1_ps(K == PoolKind::l2 ? eps : 0.0f);
+    __m512i at = _mm512_set1_epi32(tap_code(0, 0));
+    for (int i = 0; i < KH; ++i) {
+      const X* row = x + i * ldx + 2 * o;
+      const Pairs taps = load_pairs(row, 2 * n);
+      __m512 v[3] = {taps.even, taps.odd, taps.even};
+      if constexpr (KH == 3) v[2] = load_pairs(row + 2, 2 * n - 1).even;
+      for (int j = 0; j < KH; ++j) {
+        if constexpr (K == PoolKind::max) {
+          if (i == 0 && j == 0) acc = v[0];
+          else max_tap(acc, at, v[j], tap_code(i, j));
+        } else if constexpr (K == PoolKind::average) {
+          acc = _mm512_add_ps(acc, v[j]);
+        } else {
+          acc = multiply_add(v[j], v[j], acc);
+        }
+      }
+    }
     if constexpr (K == PoolKind::max) {
-      __m512 best = top.even;
-      __m512i at = _mm512_set1_epi32(tap_code(0, 0));
-      max_tap(best, at, top.odd, tap_code(0, 1));
-      max_tap(best, at, bottom.even, tap_code(1, 0));
-      max_tap(best, at, bottom.odd, tap_code(1, 1));
-      store(y + o, lanes, best);
+      store(y + o, lanes, acc);
       _mm512_mask_storeu_epi32(code + o, lanes, at);
     } else if constexpr (K == PoolKind::average) {
-      __m512 sum = _mm512_add_ps(_mm512_setzero_ps(), top.even);
-      sum = _mm512_add_ps(sum, top.odd);
-      sum = _mm512_add_ps(sum, bottom.even);
-      sum = _mm512_add_ps(sum, bottom.odd);
-      store(y + o, lanes, _mm512_div_ps(sum, _mm512_set1_ps(4.0f)));
+      store(y + o, lanes, _mm512_div_ps(acc, _mm512_set1_ps(divisor)));
     } else {
-      __m512 sum = _mm512_set1_ps(eps);
-      sum = multiply_add(top.even, top.even, sum);
-      sum = multiply_add(top.odd, top.odd, sum);
-      sum = multiply_add(bottom.even, bottom.even, sum);
-      sum = multiply_add(bottom.odd, bottom.odd, sum);
-      const __m512 v = _mm512_sqrt_ps(sum);
+      const __m512 v = _mm512_sqrt_ps(acc);
       _mm512_mask_storeu_ps(norm + o, lanes, v);
       store(y + o, lanes, v);
     }
@@ -193,7 +204,7 @@ TESSERA_TARGET_POOL_AVX512 void tile_row_gradients_2x2(const X* x0, const X* x1,
       store_pairs(r1 + 2 * o, n, g, g);
     } else {
       const __m512 g = _mm512_div_ps(dy, _mm512_maskz_loadu_ps(lanes, nr + o));
-      const Pairs top = load_pairs(x0 + 2 * o, n), bottom = load_pairs(x1 + 2 * o, n);
+      const Pairs top = load_pairs(x0 + 2 * o, 2 * n), bottom = load_pairs(x1 + 2 * o, 2 * n);
       store_pairs(r0 + 2 * o, n, scaled(g, top.even), scaled(g, top.odd));
       store_pairs(r1 + 2 * o, n, scaled(g, bottom.even), scaled(g, bottom.odd));
     }
