@@ -35,16 +35,23 @@ namespace tessera::layers::pool_kernels::avx512 {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+// The element types these kernels take: fp32 and bf16 (fp64, which the reference tests
+// pool in, stays on the loops).
+template <class T>
+inline constexpr bool handles = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
+
 // Whether a row of `count` outputs of type T runs here: on a CPU with AVX-512 (cell_loop.hpp's
 // host_isa, which TESSERA_HOST_ISA caps), every bf16 row, and fp32 rows longer than the
 // baseline's one 4-lane vector (28 x 14 tiles, 7 outputs a row: forward 1.57x, backward
 // 1.42x; 8-wide tiles, 4 outputs: 0.88x and 0.76x, one SSE vector with no remainder).
-// Only fp32 and bf16 (fp64, which the reference tests pool in, stays on the loops).
-template <class T>
-inline constexpr bool handles = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
 template <class T>
 inline bool takes_row(Int count) {
   return cell_loop_detail::host_isa() == 2 && (!std::is_same_v<T, float> || count > 4);
+}
+
+// The mask of the first n of 16 lanes (none where n <= 0).
+TESSERA_TARGET_POOL_AVX512 inline __mmask16 first_lanes(Int n) {
+  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
 // One tap row of 16 outputs.
@@ -56,9 +63,8 @@ struct Pairs {
 // even and odd cells; cells past them are read as 0 (never touched in memory) and never
 // stored.
 TESSERA_TARGET_POOL_AVX512 inline Pairs load_pairs(const float* p, Int cells) {
-  const __mmask16 lo = cells >= 16 ? __mmask16(0xffff) : __mmask16((1u << cells) - 1);
-  const __mmask16 hi = cells <= 16 ? __mmask16(0) : cells >= 32 ? __mmask16(0xffff) : __mmask16((1u << (cells - 16)) - 1);
-  const __m512 a = _mm512_maskz_loadu_ps(lo, p), b = _mm512_maskz_loadu_ps(hi, p + 16);
+  const __m512 a = _mm512_maskz_loadu_ps(first_lanes(cells), p);
+  const __m512 b = _mm512_maskz_loadu_ps(first_lanes(cells - 16), p + 16);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   return {_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b)};
@@ -83,35 +89,33 @@ TESSERA_TARGET_POOL_AVX512 inline __m512i bf16_bits(__m512 v) {
 }
 
 // 16 values into the `lanes` of y, rounded once where y is bf16.
-TESSERA_TARGET_POOL_AVX512 inline void store(float* y, __mmask16 lanes, __m512 v) { _mm512_mask_storeu_ps(y, lanes, v); }
+TESSERA_TARGET_POOL_AVX512 inline void store(float* y, __mmask16 lanes, __m512 v) {
+  _mm512_mask_storeu_ps(y, lanes, v);
+}
 TESSERA_TARGET_POOL_AVX512 inline void store(bf16* y, __mmask16 lanes, __m512 v) {
   _mm256_mask_storeu_epi16(y, lanes, _mm512_cvtepi32_epi16(bf16_bits(v)));
 }
 
 // 2 * count cells of a row (count <= 16): cell 2o from even's lane o, cell 2o + 1 from odd's.
 TESSERA_TARGET_POOL_AVX512 inline void store_pairs(float* row, Int count, __m512 even, __m512 odd) {
-  const __mmask16 lo = count >= 8 ? __mmask16(0xffff) : __mmask16((1u << (2 * count)) - 1);
-  const __mmask16 hi = count <= 8 ? __mmask16(0) : count >= 16 ? __mmask16(0xffff) : __mmask16((1u << (2 * (count - 8))) - 1);
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  _mm512_mask_storeu_ps(row, lo, _mm512_permutex2var_ps(even, first, odd));
-  _mm512_mask_storeu_ps(row + 16, hi, _mm512_permutex2var_ps(even, second, odd));
+  _mm512_mask_storeu_ps(row, first_lanes(2 * count), _mm512_permutex2var_ps(even, first, odd));
+  _mm512_mask_storeu_ps(row + 16, first_lanes(2 * count - 16), _mm512_permutex2var_ps(even, second, odd));
 }
 TESSERA_TARGET_POOL_AVX512 inline void store_pairs(bf16* row, Int count, __m512 even, __m512 odd) {
-  const __mmask16 lanes = count >= 16 ? __mmask16(0xffff) : __mmask16((1u << count) - 1);
+  const __mmask16 lanes = first_lanes(count);
   const __m512i pair = _mm512_or_si512(bf16_bits(even), _mm512_slli_epi32(bf16_bits(odd), 16));
   _mm512_mask_storeu_epi32(row, lanes, pair);
 }
 
-// 16 values from p into fp32 lanes (bf16 widened exactly); lanes past count read as 0.
-TESSERA_TARGET_POOL_AVX512 inline __m512 load(const float* p, __mmask16 lanes) { return _mm512_maskz_loadu_ps(lanes, p); }
+// The `lanes` of 16 values from p in fp32 (bf16 widened exactly); the others read as 0.
+TESSERA_TARGET_POOL_AVX512 inline __m512 load(const float* p, __mmask16 lanes) {
+  return _mm512_maskz_loadu_ps(lanes, p);
+}
 TESSERA_TARGET_POOL_AVX512 inline __m512 load(const bf16* p, __mmask16 lanes) {
   const __m256i v = _mm256_maskz_loadu_epi16(lanes, p);
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
-}
-
-TESSERA_TARGET_POOL_AVX512 inline __mmask16 first_lanes(Int n) {
-  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
 }
 
 // One tap of max pooling: taken where larger than best, or NaN (nan_aware::beats).
