@@ -46,7 +46,7 @@ inline constexpr bool handles = std::is_same_v<T, float> || std::is_same_v<T, bf
 // 1.42x; 8-wide tiles, 4 outputs: 0.88x and 0.76x, one SSE vector with no remainder).
 template <class T>
 inline bool takes_row(Int count) {
-  return cell_loop_detail::host_isa() == 2 && (!std::is_same_v<T, float> || count > 4);
+  return (!std::is_same_v<T, float> || count > 4) && cell_loop_detail::host_isa() == 2;
 }
 
 // The mask of the first n of 16 lanes (none where n <= 0).
