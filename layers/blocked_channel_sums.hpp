@@ -1,16 +1,22 @@
 #pragma once
-// blocked_channel_sums: a bias gradient on the device path — sums(c) += the sum of
-// dy(n, c, h, w) over n, h, w, in double, by the deterministic passes of blocked_sums.hpp.
-// Shared by the deconvolution (its device path) and cuDNN's bf16 convolutions (cuDNN's own
-// bias gradient takes dy in the weights' type). dy: any 4-D NCHW view whose elements widen to
-// double (float, or bf16 through float), LayoutStride included, so a strided box inside a
-// larger tile needs no copy; sums: a 1-D view of the gradient, fp32 or double.
+// Bias gradients: the sum of dy(n, c, h, w) over n, h, w for each channel c, in double.
+// - blocked_channel_sums, on the device path: sums(c) += it, by the deterministic passes of
+//   blocked_sums.hpp. Shared by the deconvolution (its device path) and cuDNN's bf16
+//   convolutions (cuDNN's own bias gradient takes dy in the weights' type). dy: any 4-D NCHW
+//   view whose elements widen to double (float, or bf16 through float), LayoutStride
+//   included, so a strided box inside a larger tile needs no copy; sums: a 1-D view of the
+//   gradient, fp32 or double.
+// - host_channel_sums, on the host: a channel per iteration, each plane by host_plane_sum
+//   (vectorised), the images added in order. Shared by the deconvolution (its host path) and
+//   oneDNN's bf16 1x1 convolutions (layers/onednn/pointwise_conv.hpp).
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 
+#include "distarray/kernel_label.hpp"
 #include "layers/blocked_sums.hpp"
+#include "layers/cell_loop.hpp"
 
 namespace tessera::layers {
 
@@ -47,6 +53,19 @@ void blocked_channel_sums(const char* blocks_label, const char* fold_label, cons
                      extent(0) * extent(2) * extent(3),
                      channel_sums_detail::ChannelCells<Grad>{dy, extent(2), extent(3)},
                      channel_sums_detail::AddToSums<Sums>{sums}, scratch);
+}
+
+// Host only: add(c, s) for each channel c of dy (extents e), s the sum of its cells in
+// double. `label`: a string literal.
+template <class T, class Add>
+void host_channel_sums(const char* label, const Rows<const T>& dy, const CellExtents& e, const Add& add) {
+  Kokkos::parallel_for(kernel_label(label),
+                       Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>(0, e.c),
+                       [=](const std::int64_t c) {
+                         double total = 0;
+                         for (std::int64_t n = 0; n < e.n; ++n) total += host_plane_sum(dy, n, c, e.h, e.w);
+                         add(c, total);
+                       });
 }
 
 }  // namespace tessera::layers

@@ -128,29 +128,15 @@ void blocked_channel_sums(const Grad& dy, const Sums& sums, BlockPartials<Exec>&
                                      dy, sums, scratch);
 }
 
-// Host: the same sums, a channel per iteration, each plane by host_plane_sum (vectorised).
-template <class T, class Sums>
-struct HostAddChannelSums {
-  Rows<const T> dy;
-  Sums sums;
-  Int samples, height, width;
-  void operator()(Int c) const {
-    double total = 0;
-    for (Int n = 0; n < samples; ++n) total += host_plane_sum(dy, n, c, height, width);
-    sums(c) += static_cast<typename Sums::value_type>(total);
-  }
-};
-
 // The bias gradient: sums(c) += the sum of dy over (n, h, w). `scratch`: the device passes'
 // partials, kept by the layer (unused on the host).
 template <class Grad, class Sums>
 void add_channel_sums(const Grad& dy, const Sums& sums, BlockPartials<Kokkos::DefaultExecutionSpace>& scratch) {
   if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
-    using T = typename Grad::value_type;
-    const CellExtents e = extents_of(dy);
-    Kokkos::parallel_for(kernel_label("tessera::deconv_bias_gradient"),
-                         Kokkos::RangePolicy<Kokkos::IndexType<Int>>(0, Int(sums.extent(0))),
-                         HostAddChannelSums<std::remove_const_t<T>, Sums>{rows_of(dy), sums, e.n, e.h, e.w});
+    using T = std::remove_const_t<typename Grad::value_type>;
+    using Sum = typename Sums::value_type;
+    host_channel_sums<T>("tessera::deconv_bias_gradient", rows_of(dy), extents_of(dy),
+                         [=](const Int c, const double s) { sums(c) += static_cast<Sum>(s); });
   } else {
     blocked_channel_sums<Kokkos::DefaultExecutionSpace>(dy, sums, scratch);
   }
