@@ -205,7 +205,10 @@ TESSERA_ALWAYS_INLINE void per_tap_columns(const Tap& tap, const Geometry& g, co
 // oh*sh is the row's first tap row. The arithmetic is Compute<Y>; a bf16 y is rounded once
 // per output as it is stored (the fused windows from registers, the per-tap loops from a
 // chunk of fp32 on the stack), so the same bits as pooling into fp32 and narrowing.
-template <PoolKind K, int S, class X, class Y>
+// Wide: the full 2x2 and 3x3 stride-2 windows on AVX-512, where wide_rows chose it for the
+// call (a separate instance: the branch alone, never taken, made the fp32 body 10% slower
+// on 4-output rows).
+template <PoolKind K, int S, bool Wide, class X, class Y>
 TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm,
                                             const Geometry& g, const Rule& rule, Int oh, Int out_w, Int full_first,
                                             Int full_end) {
@@ -234,8 +237,8 @@ TESSERA_ALWAYS_INLINE void forward_row_body(const X* x, Int ldx, Y* y, Code* cod
     const A divisor = static_cast<A>(average_divisor(g, rule.count_include_pad, 0, g.kh, 0, g.kw));
     if constexpr (S == 2) {
 #if TESSERA_POOL_AVX512
-      if constexpr (avx512::handles<X> && avx512::handles<Y>) {
-        if (g.kh == g.kw && (g.kh == 2 || g.kh == 3) && avx512::takes_row<Y>(count)) {
+      if constexpr (Wide && avx512::handles<X> && avx512::handles<Y>) {
+        if (g.kh == g.kw && (g.kh == 2 || g.kh == 3)) {
           const float eps = static_cast<float>(rule.eps);
           if (g.kh == 2) return avx512::pool_stride2<K, 2>(base, ldx, out, c, n, count, eps, divisor);
           return avx512::pool_stride2<K, 3>(base, ldx, out, c, n, count, eps, divisor);
@@ -275,15 +278,37 @@ template <PoolKind K, int S, class X, class Y>
 __attribute__((target("avx2"))) void forward_row_avx2(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm,
                                                       const Geometry& g, const Rule& rule, Int oh, Int out_w,
                                                       Int full_first, Int full_end) {
-  forward_row_body<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
+  forward_row_body<K, S, false>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
 }
 #endif
 
-// One output row (forward_row_body) on the widest clone the CPU runs (cell_loop.hpp's
-// host_isa: TESSERA_HOST_ISA=baseline compares).
-template <PoolKind K, int S, class X, class Y>
+// Whether a call's rows (stride S, `count` full windows a row) take forward_row's Wide
+// instance: the 2x2 and 3x3 undilated windows on a CPU with AVX-512 (avx512::takes_row). A
+// row whose windows reach past the image, and the edge outputs, then run the baseline
+// loops (the same bits as the AVX2 clone).
+#if TESSERA_POOL_AVX512
+template <int S, class X, class Y>
+inline constexpr bool may_go_wide = S == 2 && avx512::handles<X> && avx512::handles<Y>;
+template <int S, class X, class Y>
+bool wide_rows(const Geometry& g, Int count) {
+  const bool window = g.kh == g.kw && (g.kh == 2 || g.kh == 3) && g.dh == 1 && g.dw == 1;
+  return may_go_wide<S, X, Y> && window && avx512::takes_row<Y>(count);
+}
+#else
+template <int S, class X, class Y>
+inline constexpr bool may_go_wide = false;
+template <int S, class X, class Y>
+bool wide_rows(const Geometry&, Int) {
+  return false;
+}
+#endif
+
+// One output row (forward_row_body): Wide where wide_rows chose it, else on the widest
+// clone the CPU runs (cell_loop.hpp's host_isa: TESSERA_HOST_ISA=baseline compares).
+template <PoolKind K, int S, bool Wide, class X, class Y>
 void forward_row(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm, const Geometry& g, const Rule& rule,
                  Int oh, Int out_w, Int full_first, Int full_end) {
+  if constexpr (Wide) return forward_row_body<K, S, true>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
 #if TESSERA_HOST_CLONES
   // The clone only where it measured faster (8x32x128x128, interleaved): max pooling (fp32
   // 1.1-1.2x, bf16 1.1-1.6x forward) and bf16 average pooling (1.2-1.4x, its taps widened as
@@ -296,7 +321,7 @@ void forward_row(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm, const 
   if (faster && full_end - full_first >= 16 && cell_loop_detail::host_isa() >= 1)
     return forward_row_avx2<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
 #endif
-  forward_row_body<K, S>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
+  forward_row_body<K, S, false>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
 }
 
 // Whether the 2 x 2 stride-2 windows of outputs out_h x out_w tile an in_h x in_w window

@@ -217,17 +217,25 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
         const Int ldn = K == PoolKind::l2 ? Int(work.norms.stride(2)) : 0;
         host::with_stride(g.sw, [&](auto stride) {
           constexpr int S = decltype(stride)::value;
-          Kokkos::parallel_for(
-              kernel_label("tessera::pool2d_forward"), Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * out_h),
-              [=](Int r) {
-                const Int oh = r % out_h, c = (r / out_h) % channels, n = r / (out_h * channels);
-                Code* code = nullptr;
-                A* norm = nullptr;
-                if constexpr (K == PoolKind::max) code = host::plane_mut(work.codes, n, c) + oh * ldc;
-                if constexpr (K == PoolKind::l2) norm = host::plane_mut(work.norms, n, c) + oh * ldn;
-                host::forward_row<K, S>(host::plane(x, n, c), ldx, host::plane_mut(y, n, c) + oh * ldy, code, norm, g,
-                                        rule, oh, out_w, full_first, full_end);
-              });
+          using X = typename In::non_const_value_type;
+          const auto rows = [&](auto wide) {
+            constexpr bool Wide = decltype(wide)::value;
+            Kokkos::parallel_for(
+                kernel_label("tessera::pool2d_forward"), Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * out_h),
+                [=](Int r) {
+                  const Int oh = r % out_h, c = (r / out_h) % channels, n = r / (out_h * channels);
+                  Code* code = nullptr;
+                  A* norm = nullptr;
+                  if constexpr (K == PoolKind::max) code = host::plane_mut(work.codes, n, c) + oh * ldc;
+                  if constexpr (K == PoolKind::l2) norm = host::plane_mut(work.norms, n, c) + oh * ldn;
+                  host::forward_row<K, S, Wide>(host::plane(x, n, c), ldx, host::plane_mut(y, n, c) + oh * ldy, code,
+                                                norm, g, rule, oh, out_w, full_first, full_end);
+                });
+          };
+          if constexpr (host::may_go_wide<S, X, T>) {
+            if (host::wide_rows<S, X, T>(g, full_end - full_first)) return rows(std::true_type{});
+          }
+          rows(std::false_type{});
         });
         return;
       }
