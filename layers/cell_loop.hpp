@@ -136,8 +136,8 @@ struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(st
 }
 #endif
 
-// Asked once per row by the pooling rows: the detection stays out of line so this inlines
-// to one load (it was 2.4% of a 4-output-row pooling's time as a call).
+// Asked per row by pooling's rows: the detection stays out of line so this inlines to one
+// load (as a call it was 2.4% of a 4-output-row pooling's time).
 TESSERA_ALWAYS_INLINE int host_isa() {
 #if TESSERA_HOST_CLONES
   static const int level = detect_host_isa();

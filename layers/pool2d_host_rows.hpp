@@ -308,7 +308,8 @@ bool wide_rows(const Geometry&, Int) {
 template <PoolKind K, int S, bool Wide, class X, class Y>
 void forward_row(const X* x, Int ldx, Y* y, Code* code, Compute<Y>* norm, const Geometry& g, const Rule& rule,
                  Int oh, Int out_w, Int full_first, Int full_end) {
-  if constexpr (Wide) return forward_row_body<K, S, true>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
+  if constexpr (Wide)
+    return forward_row_body<K, S, true>(x, ldx, y, code, norm, g, rule, oh, out_w, full_first, full_end);
 #if TESSERA_HOST_CLONES
   // The clone only where it measured faster (8x32x128x128, interleaved): max pooling (fp32
   // 1.1-1.2x, bf16 1.1-1.6x forward) and bf16 average pooling (1.2-1.4x, its taps widened as

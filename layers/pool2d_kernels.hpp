@@ -220,9 +220,9 @@ void forward(const Pool2dOptions& options, const In& x, const Out& y, const Work
           using X = typename In::non_const_value_type;
           const auto rows = [&](auto wide) {
             constexpr bool Wide = decltype(wide)::value;
+            using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>;
             Kokkos::parallel_for(
-                kernel_label("tessera::pool2d_forward"), Kokkos::RangePolicy<Space, Kokkos::IndexType<Int>>(0, batch * channels * out_h),
-                [=](Int r) {
+                kernel_label("tessera::pool2d_forward"), Policy(0, batch * channels * out_h), [=](Int r) {
                   const Int oh = r % out_h, c = (r / out_h) % channels, n = r / (out_h * channels);
                   Code* code = nullptr;
                   A* norm = nullptr;
