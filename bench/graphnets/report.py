@@ -3,12 +3,14 @@
 
     report.py --skip K --cores C [--torch-note TEXT] ROWS.tsv
 
-ROWS.tsv lines: net, size, ranks (or "torch"), grid, threads, result file, log file. A
+ROWS.tsv lines: net, size, precision (fp32 or bf16), ranks (or "torch"), grid, threads,
+result file, log file. A
 Tessera result is tessera-train's --metrics file (its step lines; the step time is the
 median of step_s - data_s after the first K steps) and its stdout (the header's parameter
 count and rank 0's "activations+gradients" bytes); a PyTorch result is torch_graph_nets.py's
 JSON line. A PyTorch network whose parameter count is not Tessera's is an error: the two
-sides must train the same network.
+sides must train the same network. With both precisions, a second table sets each bf16 step
+and activation size beside the fp32 one.
 """
 import argparse
 import json
@@ -31,6 +33,33 @@ def tessera(metrics, log, skip):
             "parameters": int(parameters.group(1)), "activation_bytes": int(activations.group(1))}
 
 
+def bf16_against_fp32(groups):
+    pairs = [(key[:2], group, groups[key[:2] + ("fp32",)]) for key, group in groups.items()
+             if key[2] == "bf16" and key[:2] + ("fp32",) in groups]
+    if not pairs:
+        return
+    print("\n## bf16 against fp32\n")
+    print("Steps in seconds; bf16 / fp32 below 1: bf16 faster. The last column is Tessera bf16 over PyTorch")
+    print("autocast bf16 (below 1: Tessera faster). Activations: rank 0's planned bytes, bf16 over fp32.\n")
+    print("| network | image | run | fp32 step (s) | bf16 step (s) | bf16 / fp32 | activations bf16 / fp32 "
+          "| Tessera bf16 / PyTorch bf16 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (net, size), bf16, fp32 in pairs:
+        torch16, torch32 = bf16["torch"], fp32["torch"]
+        if torch16 and torch32:
+            print(f"| {net} | {size}×{size} | PyTorch, {torch16['threads']} thread(s) | {torch32['step_s']:.3f} "
+                  f"| {torch16['step_s']:.3f} | {torch16['step_s'] / torch32['step_s']:.2f} | – | 1.00 |")
+        by_ranks = {r["ranks"]: r for r in fp32["tessera"]}
+        for r in sorted(bf16["tessera"], key=lambda r: r["ranks"]):
+            f = by_ranks.get(r["ranks"])
+            if not f:
+                continue
+            versus = f"{r['step_s'] / torch16['step_s']:.2f}" if torch16 else "–"
+            print(f"| {net} | {size}×{size} | Tessera, {r['ranks']} rank(s) ({r['grid']}) x {r['threads']} | "
+                  f"{f['step_s']:.3f} | {r['step_s']:.3f} | {r['step_s'] / f['step_s']:.2f} "
+                  f"| {r['activation_bytes'] / f['activation_bytes']:.2f} | {versus} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip", type=int, required=True)
@@ -40,10 +69,10 @@ def main():
     parser.add_argument("rows")
     args = parser.parse_args()
 
-    groups = {}  # (net, size) -> {"tessera": [...], "torch": {...}}
+    groups = {}  # (net, size, precision) -> {"tessera": [...], "torch": {...}}
     for line in open(args.rows):
-        net, size, ranks, grid, threads, result, log = line.rstrip("\n").split("\t")
-        group = groups.setdefault((net, int(size)), {"tessera": [], "torch": None})
+        net, size, precision, ranks, grid, threads, result, log = line.rstrip("\n").split("\t")
+        group = groups.setdefault((net, int(size), precision), {"tessera": [], "torch": None})
         if ranks == "torch":
             group["torch"] = json.loads(open(result).read())
         else:
@@ -58,10 +87,10 @@ def main():
     print("Activations: rank 0's planned bytes of every activation and its gradient with their halos")
     print("(tessera-train's header, models/memory_plan.hpp); against 1/P: divided by one rank's bytes / P")
     print("(1.00: a perfect split; above it, the halos and the replicated head).\n")
-    print("| network | image | ranks (grid) | threads/rank | Tessera step (s) | PyTorch step (s) | Tessera / PyTorch "
-          "| activations, rank 0 (MiB) | against 1/P |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for (net, size), group in groups.items():
+    print("| network | image | precision | ranks (grid) | threads/rank | Tessera step (s) | PyTorch step (s) "
+          "| Tessera / PyTorch | activations, rank 0 (MiB) | against 1/P |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (net, size, precision), group in groups.items():
         torch = group["torch"]
         rows = sorted(group["tessera"], key=lambda r: r["ranks"])
         one = next((r for r in rows if r["ranks"] == 1), None)
@@ -73,9 +102,10 @@ def main():
             torch_s = f"{torch['step_s']:.3f}" if torch else "–"
             split = f"{r['activation_bytes'] / (one['activation_bytes'] / r['ranks']):.2f}" if one else "–"
             over = " (oversubscribed)" if r["ranks"] > args.cores else ""
-            print(f"| {net} ({r['parameters']:,} parameters) | {size}×{size} | {r['ranks']} ({r['grid']}){over} "
+            print(f"| {net} ({r['parameters']:,} parameters) | {size}×{size} | {precision} | {r['ranks']} ({r['grid']}){over} "
                   f"| {r['threads']} | {r['step_s']:.3f} | {torch_s} | {ratio} "
                   f"| {r['activation_bytes'] / 2**20:.1f} | {split} |")
+    bf16_against_fp32(groups)
     if args.torch_note:
         print(f"\n{args.torch_note}")
 

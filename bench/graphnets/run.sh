@@ -21,6 +21,10 @@
 #   resnet  resnet(depth=18,width=RESNET_WIDTH,classes=10), cross-entropy against label 0
 #   unet    unet(depth=UNET_DEPTH,width=UNET_WIDTH), --noise NOISE denoising (MSE)
 #
+# PRECISION: fp32 (default), bf16 or both: tessera-train --precision and PyTorch under
+# torch.autocast("cpu", dtype=torch.bfloat16) (forward and loss; fp32 master weights), each
+# run in one precision then at once in the other; with both, a table of bf16 against fp32.
+#
 # Environment: THREADS (the core count; 1 on a machine others load: OpenMP threads that
 # wait for a busy core slow every step many times over), SIZES ("512 1024"), RANKS ("1 2 4"), NETS ("resnet unet"), RESNET_WIDTH (16),
 # UNET_WIDTH (8), UNET_DEPTH (4), BATCH (1), STEPS (4), SKIP (1), NOISE (0.1), OUT (default
@@ -50,8 +54,14 @@ skip="${SKIP:-1}"
 noise="${NOISE:-0.1}"
 ((skip < steps)) || die "SKIP ($skip) must be less than STEPS ($steps)"
 read -ra mpiexec <<<"${MPIEXEC:-mpiexec}"
+case "${PRECISION:-fp32}" in
+  fp32) precisions=(fp32) what=graph-nets ;;
+  bf16) precisions=(bf16) what=graph-nets-bf16 ;;
+  both) precisions=(fp32 bf16) what=graph-nets-bf16 ;;
+  *) die "PRECISION must be fp32, bf16 or both, got '$PRECISION'" ;;
+esac
 date="$(date +%F)"
-out="${OUT:-$TESSERA_ROOT/bench/results/graph-nets-cpu-$date.md}"
+out="${OUT:-$TESSERA_ROOT/bench/results/$what-cpu-$date.md}"
 cores="$(getconf _NPROCESSORS_ONLN)"  # not nproc: it reports OMP_NUM_THREADS when set
 budget="${THREADS:-$cores}"
 [[ $budget =~ ^[1-9][0-9]*$ ]] || die "THREADS must be a positive whole number, got '$budget'"
@@ -74,8 +84,8 @@ grid_of() {
   esac
 }
 
-# Rows for report.py: "net<TAB>size<TAB>ranks<TAB>grid<TAB>threads<TAB>metrics<TAB>log" and
-# "net<TAB>size<TAB>torch<TAB><TAB>threads<TAB>json<TAB>".
+# Rows for report.py: "net<TAB>size<TAB>precision<TAB>ranks<TAB>grid<TAB>threads<TAB>metrics<TAB>log"
+# and "net<TAB>size<TAB>precision<TAB>torch<TAB><TAB>threads<TAB>json<TAB>".
 : >"$work/rows.tsv"
 for size in $sizes; do
   "$make_data" images --resize --size "${size}x${size}" --label 0 --out "$work/labelled-$size.h5" \
@@ -95,21 +105,27 @@ for size in $sizes; do
     for ranks in $rank_counts; do
       grid="$(grid_of "$ranks")"
       threads=$((budget / ranks > 0 ? budget / ranks : 1))
-      name="$net-$size-$ranks"
-      log "tessera: $model on ${size}x${size}, $ranks rank(s) x $threads thread(s), grid $grid"
-      OMP_NUM_THREADS="$threads" "${mpiexec[@]}" -n "$ranks" -genv OMP_NUM_THREADS "$threads" "$train" \
-        --model "$model" --grid "$grid" "${args[@]}" --batch "$batch" --steps "$steps" --optimizer sgd --lr 0.0001 \
-        --metrics "$work/$name.jsonl" --progress off --watchdog 300 </dev/null >"$work/$name.log" 2>&1 \
-        || { tail -5 "$work/$name.log" >&2; die "tessera-train failed: $name"; }
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$net" "$size" "$ranks" "$grid" "$threads" "$work/$name.jsonl" \
-        "$work/$name.log" >>"$work/rows.tsv"
+      for precision in "${precisions[@]}"; do
+        name="$net-$size-$ranks-$precision"
+        log "tessera: $model on ${size}x${size}, $ranks rank(s) x $threads thread(s), grid $grid, $precision"
+        OMP_NUM_THREADS="$threads" "${mpiexec[@]}" -n "$ranks" -genv OMP_NUM_THREADS "$threads" "$train" \
+          --model "$model" --grid "$grid" "${args[@]}" --batch "$batch" --steps "$steps" --optimizer sgd --lr 0.0001 \
+          --precision "$precision" --metrics "$work/$name.jsonl" --progress off --watchdog 300 </dev/null \
+          >"$work/$name.log" 2>&1 || { tail -5 "$work/$name.log" >&2; die "tessera-train failed: $name"; }
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$net" "$size" "$precision" "$ranks" "$grid" "$threads" \
+          "$work/$name.jsonl" "$work/$name.log" >>"$work/rows.tsv"
+      done
     done
     if [[ -z $torch_note ]]; then
-      log "pytorch: $model on ${size}x${size}, 1 process x $budget threads"
-      OMP_NUM_THREADS="$budget" "$python" "$here/torch_graph_nets.py" "${torch_args[@]}" \
-        --shape "${batch}x3x${size}x${size}" --threads "$budget" --warmup "$skip" --repeats "$((steps - skip))" \
-        --lr 0.0001 >"$work/$net-$size-torch.json" || die "torch_graph_nets.py failed: $net $size"
-      printf '%s\t%s\ttorch\t\t%s\t%s\t\n' "$net" "$size" "$budget" "$work/$net-$size-torch.json" >>"$work/rows.tsv"
+      for precision in "${precisions[@]}"; do
+        name="$net-$size-torch-$precision"
+        log "pytorch: $model on ${size}x${size}, 1 process x $budget threads, $precision"
+        OMP_NUM_THREADS="$budget" "$python" "$here/torch_graph_nets.py" "${torch_args[@]}" \
+          --shape "${batch}x3x${size}x${size}" --threads "$budget" --warmup "$skip" --repeats "$((steps - skip))" \
+          --lr 0.0001 --precision "$precision" >"$work/$name.json" || die "torch_graph_nets.py failed: $name"
+        printf '%s\t%s\t%s\ttorch\t\t%s\t%s\t\n' "$net" "$size" "$precision" "$budget" "$work/$name.json" \
+          >>"$work/rows.tsv"
+      done
     fi
   done
 done
@@ -123,7 +139,7 @@ memory="$(free -g | awk '/^Mem:/ {print $2}')"
 onednn="$(dpkg-query -W -f='${Version}' libdnnl-dev 2>/dev/null || echo unknown)"
 mkdir -p "$(dirname "$out")"
 {
-  echo "# Graph networks (ResNet-18-style, U-Net) beside PyTorch on the CPU — $date"
+  echo "# Graph networks (ResNet-18-style, U-Net) beside PyTorch on the CPU, ${precisions[*]} — $date"
   echo
   echo "Written by \`bench/graphnets/run.sh\` (how to read it: bench/README.md). Whole run: $(($(date +%s) - started)) s."
   echo
@@ -133,6 +149,7 @@ mkdir -p "$(dirname "$out")"
   echo "- Tessera: tessera-train, Kokkos OpenMP, oneDNN (libdnnl-dev) $onednn"
   echo "- PyTorch: ${torch_about:-not available} (CPU-only install: scripts/setup-bench.sh), bench/graphnets/torch_graph_nets.py"
   echo "- Global batch $batch, plain SGD, $steps steps a run, the first $skip untimed; U-Net noise $noise."
+  echo "- Precision: ${precisions[*]} (PRECISION=${PRECISION:-fp32}): Tessera \`--precision\`, PyTorch fp32 or \`torch.autocast('cpu', dtype=torch.bfloat16)\` around forward and loss."
   echo
   cat "$work/table.md"
 } >"$out"

@@ -3,7 +3,7 @@
 
     torch_graph_nets.py --net resnet|unet --width W [--depth D] [--classes K]
                         --shape NxCxHxW [--noise 0.1] [--threads N] [--warmup 1]
-                        [--repeats 3] [--lr 1e-4] [--label TEXT]
+                        [--repeats 3] [--lr 1e-4] [--precision fp32|bf16] [--label TEXT]
 
 The networks are written out as Tessera's presets define them (docs/models.md, "resnet and
 unet: graph presets"): resnet(depth=18|34, width, classes) with basic blocks, bias-free
@@ -12,7 +12,9 @@ linear head; unet(depth, width, out=C) with double convolutions, 2x2 max pooling
 ConvTranspose2d(k=2, stride=2) and torch.cat([skip, up]). One step is what tessera-train
 takes: forward, loss (ResNet: cross-entropy against label 0; U-Net: MSE of the denoised
 input, Gaussian noise of --noise added, against the clean one), zero_grad, backward, plain
-SGD. Prints one JSON line: step_s (median over repeats after warm-up), step_s_min,
+SGD. --precision bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)
+(fp32 master weights and gradients: PyTorch's mixed precision, beside tessera-train
+--precision bf16). Prints one JSON line: step_s (median over repeats after warm-up), step_s_min,
 step_s_max, parameters. Exits 3 when torch cannot be imported.
 """
 
@@ -99,6 +101,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--label", default="")
     args = parser.parse_args()
     args.depth = args.depth or (18 if args.net == "resnet" else 4)
@@ -124,11 +127,12 @@ def main():
     times = []
     for i in range(args.warmup + args.repeats):
         t0 = time.perf_counter()
-        if args.net == "unet":
-            noisy = clean + args.noise * torch.randn(args.shape, generator=generator)
-            loss = torch.nn.functional.mse_loss(model(noisy), clean)
-        else:
-            loss = torch.nn.functional.cross_entropy(model(clean), labels)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            if args.net == "unet":
+                noisy = clean + args.noise * torch.randn(args.shape, generator=generator)
+                loss = torch.nn.functional.mse_loss(model(noisy).float(), clean)
+            else:
+                loss = torch.nn.functional.cross_entropy(model(clean), labels)
         optimizer.zero_grad(set_to_none=False)
         loss.backward()
         optimizer.step()
@@ -136,7 +140,7 @@ def main():
             times.append(time.perf_counter() - t0)
     print(json.dumps({"label": args.label, "step_s": statistics.median(times), "step_s_min": min(times),
                       "step_s_max": max(times), "parameters": sum(p.numel() for p in model.parameters()),
-                      "threads": torch.get_num_threads(), "torch": torch.__version__}))
+                      "threads": torch.get_num_threads(), "precision": args.precision, "torch": torch.__version__}))
 
 
 if __name__ == "__main__":
