@@ -38,6 +38,12 @@ source "$here/../../scripts/lib/common.sh"
 bench_arguments "$@" -- apps/tessera-train apps/data/tessera-data
 train="$build/apps/tessera-train"
 make_data="$build/apps/data/tessera-data"
+case "${PRECISION:-fp32}" in
+  fp32) precisions=(fp32) what=graph-nets ;;
+  bf16) precisions=(bf16) what=graph-nets-bf16 ;;
+  both) precisions=(fp32 bf16) what=graph-nets-bf16 ;;
+  *) die "PRECISION must be fp32, bf16 or both, got '$PRECISION'" ;;
+esac
 if [[ ! -f $SKIMAGE_PHOTOS/astronaut.png || ! -f $SKIMAGE_PHOTOS/coffee.png ]]; then
   echo "tessera: skip: no scikit-image sample photographs in $SKIMAGE_PHOTOS (install python3-skimage)" >&2
   exit 77
@@ -54,12 +60,6 @@ skip="${SKIP:-1}"
 noise="${NOISE:-0.1}"
 ((skip < steps)) || die "SKIP ($skip) must be less than STEPS ($steps)"
 read -ra mpiexec <<<"${MPIEXEC:-mpiexec}"
-case "${PRECISION:-fp32}" in
-  fp32) precisions=(fp32) what=graph-nets ;;
-  bf16) precisions=(bf16) what=graph-nets-bf16 ;;
-  both) precisions=(fp32 bf16) what=graph-nets-bf16 ;;
-  *) die "PRECISION must be fp32, bf16 or both, got '$PRECISION'" ;;
-esac
 date="$(date +%F)"
 out="${OUT:-$TESSERA_ROOT/bench/results/$what-cpu-$date.md}"
 cores="$(getconf _NPROCESSORS_ONLN)"  # not nproc: it reports OMP_NUM_THREADS when set
