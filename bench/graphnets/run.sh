@@ -135,6 +135,7 @@ python3 "$here/report.py" --skip "$skip" --cores "$cores" --torch-threads "$budg
 cat "$work/table.md"
 
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+bf16_warning="$(sed -n 's/^warning: --precision bf16/--precision bf16/p' "$work"/*-bf16.log 2>/dev/null | head -1 || true)"
 memory="$(free -g | awk '/^Mem:/ {print $2}')"
 onednn="$(dpkg-query -W -f='${Version}' libdnnl-dev 2>/dev/null || echo unknown)"
 mkdir -p "$(dirname "$out")"
@@ -150,6 +151,11 @@ mkdir -p "$(dirname "$out")"
   echo "- PyTorch: ${torch_about:-not available} (CPU-only install: scripts/setup-bench.sh), bench/graphnets/torch_graph_nets.py"
   echo "- Global batch $batch, plain SGD, $steps steps a run, the first $skip untimed; U-Net noise $noise."
   echo "- Precision: ${precisions[*]} (PRECISION=${PRECISION:-fp32}): Tessera \`--precision\`, PyTorch fp32 or \`torch.autocast('cpu', dtype=torch.bfloat16)\` around forward and loss."
+  if [[ -n $bf16_warning ]]; then
+    echo "  **This CPU has no bf16 instructions** (no AVX512-BF16 or AMX): Tessera's bf16 is emulated (oneDNN runs"
+    echo "  its fp32 primitives, the bf16 operands converted around each call), and so are PyTorch's bf16 kernels;"
+    echo "  the bf16 columns compare the two emulations. tessera-train said: \"$bf16_warning\""
+  fi
   echo
   cat "$work/table.md"
 } >"$out"
