@@ -126,13 +126,44 @@ std::int64_t TrainingSet::tile_cache_bytes(const Distribution& d) const {
   return samples_ * own.extent(C) * own.extent(H) * own.extent(W) * std::int64_t{4};
 }
 
+// A tile narrower than the image is a strided block of the file, one piece per row of
+// every sample, and MPI-IO reads such pieces one at a time: filling a two-way column
+// split's cache of Fashion-MNIST took 1.9 s against 0.2 s for a row split. So a column
+// split reads whole-width bands of its rows (one piece per sample and channel), a bounded
+// number of samples at a time, and keeps its own columns. Every rank reads in the same
+// number of chunks (sized for the widest band of any rank): the reads are collective.
 void TrainingSet::fill_cache(const layers::Tensor<float>& images) const {
   TileCache cache;
   cache.box = images.owned_box();
   cache.box.lo[N] = 0, cache.box.hi[N] = samples_;
   cache.values.resize(static_cast<std::size_t>(cache.box.size()));
-  file_->read_block("/images", {0, cache.box.lo[C], cache.box.lo[H], cache.box.lo[W]},
-                    {samples_, cache.box.extent(C), cache.box.extent(H), cache.box.extent(W)}, cache.values.data());
+  const std::int64_t width = sample_[2], channels = cache.box.extent(C), rows = cache.box.extent(H);
+  const Distribution& d = images.distribution();
+  std::int64_t widest_band = 0;
+  bool split_columns = false;
+  for (int r = 0; r < d.ranks(); ++r) {
+    const Box b = d.owned_box(r);
+    split_columns = split_columns || b.extent(W) < width;
+    widest_band = std::max(widest_band, b.extent(C) * b.extent(H) * width);
+  }
+  if (!split_columns) {
+    file_->read_block("/images", {0, cache.box.lo[C], cache.box.lo[H], 0}, {samples_, channels, rows, width},
+                      cache.values.data());
+  } else {
+    const std::int64_t chunk = std::max<std::int64_t>(1, band_chunk_bytes_ / std::max<std::int64_t>(1, 4 * widest_band));
+    const std::int64_t columns = cache.box.extent(W), first_column = cache.box.lo[W];
+    std::vector<float> band(static_cast<std::size_t>(std::min(chunk, samples_) * channels * rows * width));
+    for (std::int64_t start = 0; start < samples_; start += chunk) {
+      const std::int64_t count = std::min(chunk, samples_ - start);
+      file_->read_block("/images", {start, cache.box.lo[C], cache.box.lo[H], 0}, {count, channels, rows, width},
+                        band.data());
+      const std::int64_t lines = count * channels * rows;  // one image row of one sample and channel each
+      float* to = cache.values.data() + static_cast<std::size_t>(start * channels * rows * columns);
+      for (std::int64_t line = 0; line < lines; ++line)
+        std::copy_n(band.data() + static_cast<std::size_t>(line * width + first_column), columns,
+                    to + static_cast<std::size_t>(line * columns));
+    }
+  }
   if (uint8_pixels_)
     for (float& v : cache.values) v *= 1.0f / 255.0f;
   // Bytes are always finite; float samples are checked as they are first copied out.

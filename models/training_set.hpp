@@ -30,6 +30,9 @@ enum class Supervision { labels, targets, none };
 class TrainingSet {
  public:
   static constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 30;
+  // The staging of a column split's cache fill: whole-width bands, this many bytes at most
+  // (more when one sample's band is larger).
+  static constexpr std::int64_t kBandChunkBytes = std::int64_t{64} << 20;
 
   using LabelView = Kokkos::View<std::int64_t***, Kokkos::LayoutRight, layers::LossMemorySpace>;
 
@@ -56,6 +59,8 @@ class TrainingSet {
   std::int64_t tile_cache_bytes(const Distribution& images) const;
   // Reads every batch from the file (a run whose memory has no room for the cache).
   void disable_tile_cache() { cache_allowed_ = false; }
+  // Caps the column split's staging (default kBandChunkBytes): the same on every rank.
+  void limit_band_staging(std::int64_t bytes) { band_chunk_bytes_ = bytes; }
 
   // Batch row b of `images` <- sample rows[b] (row -1: sample 0, a padding row); uint8
   // pixels are scaled to [0, 1]. Collective; `images` holds rows.size() samples. A NaN or
@@ -104,6 +109,7 @@ class TrainingSet {
   std::array<std::int64_t, 3> sample_{};
   bool uint8_pixels_ = false;
   bool cache_allowed_ = true;
+  std::int64_t band_chunk_bytes_ = kBandChunkBytes;
   Supervision supervision_ = Supervision::none;
   Dims target_shape_;
 };
