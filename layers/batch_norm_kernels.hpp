@@ -52,12 +52,7 @@ struct HostChannelSums {
   void operator()(const std::int64_t plane, value_type sums) const {
     using T = decltype(op(0, 0, 0)(0).first);
     const std::int64_t n = plane / channels, c = plane % channels;
-    double first = 0, second = 0;
-    for (std::int64_t h = 0; h < height; ++h) {
-      const auto row = host_row_sums<T>(op(n, c, h), width);
-      first += static_cast<double>(row.first);
-      second += static_cast<double>(row.second);
-    }
+    const auto [first, second] = host_plane_sums<T>(op, n, c, height, width);
     sums[c] += first;
     sums[channels + c] += second;
   }

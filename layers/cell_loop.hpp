@@ -100,9 +100,10 @@ struct has_host_row<G, std::void_t<decltype(std::declval<const G&>().host_row(st
 // (F, VL, BW, DQ: 16 floats a vector, only for row functions that ask: wants_wide), one
 // chosen once at run time from the CPU. GCC
 // contracts a * b + c into FMA in the FMA clones (C++ mode's -ffp-contract=fast), so a
-// cell's value may differ from the baseline clone's in the last bit. Sums (simd_row_sums)
-// may differ in the last bits too: the lane count changes the order within a row;
-// block_sum (adds only, its order fixed in the code) gives the same bits in every clone.
+// cell's value may differ from the baseline clone's in the last bit. A plane's sums
+// (simd_plane_sums_body) may differ in the last bits too: the lane count changes the order
+// within a wide row; block_sum (adds only, its order fixed in the code) gives the same bits
+// in every clone.
 #if defined(_OPENMP)
 #define TESSERA_SIMD_LOOP _Pragma("omp simd")
 #define TESSERA_SIMD_SUMS(a, b) _Pragma("omp simd reduction(+ : a, b)")
@@ -153,12 +154,18 @@ TESSERA_ALWAYS_INLINE void simd_row_body(const G& g_in, std::int64_t width) {
   TESSERA_SIMD_LOOP
   for (std::int64_t w = 0; w < width; ++w) g(w);
 }
-// g is copied for the same reason as in simd_row_body: read through the reference, GCC 12
-// left the sums of every clone scalar (one add a cell, a chain of 4-cycle latencies: 47% of
-// a bf16 batch norm's samples).
+// The rows h < height of plane (n, c): op(n, c, h) for each, in one call, so that a short
+// row (a tile of a space split: 7 or 14 cells) does not pay a call, a dispatch and the
+// row-index divisions per row (they were as costly as a relu's 14-cell row itself).
+template <class Op>
+TESSERA_ALWAYS_INLINE void simd_plane_body(const Op& op, std::int64_t n, std::int64_t c, std::int64_t height,
+                                           std::int64_t width) {
+  for (std::int64_t h = 0; h < height; ++h) simd_row_body(op(n, c, h), width);
+}
+
+// The two sums over w < width of g(w) = {first, second} in S, one vector reduction.
 template <class S, class G>
-TESSERA_ALWAYS_INLINE std::pair<S, S> simd_row_sums_body(const G& g_in, std::int64_t width) {
-  const G g = g_in;
+TESSERA_ALWAYS_INLINE std::pair<S, S> simd_row_sums_body(const G& g, std::int64_t width) {
   S a = 0, b = 0;
   TESSERA_SIMD_SUMS(a, b)
   for (std::int64_t w = 0; w < width; ++w) {
@@ -167,6 +174,72 @@ TESSERA_ALWAYS_INLINE std::pair<S, S> simd_row_sums_body(const G& g_in, std::int
     b += v.second;
   }
   return {a, b};
+}
+
+// The two sums over plane (n, c) of g(w) = {first, second}, g = op(n, c, h), in double.
+// A row of kSumWideRow cells or more is one vector reduction into S, added into double.
+// Shorter rows (a space split's tiles: 7 or 14 cells) would pay two horizontal sums for a
+// vector add or two, so their cells go to kSumLanes running S partial sums by position in
+// a block of kSumLanes, added into double once they hold kSumFlush cells and at the
+// plane's end; a row's last partial block is its last kSumLanes cells, the lanes already
+// counted masked off, so that it is one vector too (rows narrower than kSumLanes go cell by
+// cell). The lanes as one loop over every row measured 10-25% slower on 128-cell rows than
+// the reduction (their partials went through memory).
+inline constexpr int kSumLanes = 8;
+inline constexpr std::int64_t kSumFlush = 1024, kSumWideRow = 64;
+template <class S, class Op>
+TESSERA_ALWAYS_INLINE std::pair<double, double> simd_plane_sums_body(const Op& op, std::int64_t n, std::int64_t c,
+                                                                     std::int64_t height, std::int64_t width) {
+  constexpr int lanes = kSumLanes;
+  double first = 0, second = 0;
+  if (width >= kSumWideRow) {
+    for (std::int64_t h = 0; h < height; ++h) {
+      const auto g = op(n, c, h);  // a local: read through a reference, GCC 12 left the sums scalar
+      const auto [a, b] = simd_row_sums_body<S>(g, width);
+      first += static_cast<double>(a), second += static_cast<double>(b);
+    }
+    return {first, second};
+  }
+  S a[lanes] = {}, b[lanes] = {};
+  std::int64_t held = 0;
+  const auto flush = [&] {
+    S fa = 0, fb = 0;
+    for (int j = 0; j < lanes; ++j) fa += a[j], fb += b[j], a[j] = 0, b[j] = 0;
+    first += static_cast<double>(fa), second += static_cast<double>(fb);
+    held = 0;
+  };
+  for (std::int64_t h = 0; h < height; ++h) {
+    const auto g = op(n, c, h);
+    std::int64_t w = 0;
+    for (; w + lanes <= width; w += lanes) {
+      TESSERA_SIMD_LOOP
+      for (int j = 0; j < lanes; ++j) {
+        const auto v = g(w + j);
+        a[j] += v.first;
+        b[j] += v.second;
+      }
+    }
+    if (w < width && width >= lanes) {
+      const std::int64_t start = width - lanes;  // overlaps cells [start, w), counted already
+      TESSERA_SIMD_LOOP
+      for (int j = 0; j < lanes; ++j) {
+        const auto v = g(start + j);
+        const bool fresh = start + j >= w;
+        a[j] += fresh ? v.first : S(0);
+        b[j] += fresh ? v.second : S(0);
+      }
+    } else {
+      for (int j = 0; w + j < width; ++j) {
+        const auto v = g(w + j);
+        a[j] += v.first;
+        b[j] += v.second;
+      }
+    }
+    held += width;
+    if (held >= kSumFlush) flush();
+  }
+  flush();
+  return {first, second};
 }
 
 // The sum of x[0, count) in double: blocks of 1024 cells, each added in Compute<T> (fp32
@@ -198,17 +271,35 @@ TESSERA_ALWAYS_INLINE double block_sum_body(const T* x, std::int64_t count) {
 
 template <class G>
 void simd_row(const G& g, std::int64_t width) { simd_row_body(g, width); }
-template <class S, class G>
-std::pair<S, S> simd_row_sums(const G& g, std::int64_t width) { return simd_row_sums_body<S>(g, width); }
 template <class T>
 double block_sum(const T* x, std::int64_t count) { return block_sum_body(x, count); }
+template <class Op>
+void simd_plane(const Op& op, std::int64_t n, std::int64_t c, std::int64_t height, std::int64_t width) {
+  simd_plane_body(op, n, c, height, width);
+}
+template <class S, class Op>
+std::pair<double, double> simd_plane_sums(const Op& op, std::int64_t n, std::int64_t c, std::int64_t height,
+                                          std::int64_t width) {
+  return simd_plane_sums_body<S>(op, n, c, height, width);
+}
 #if TESSERA_HOST_CLONES
+template <class Op>
+TESSERA_TARGET_AVX2 void simd_plane_avx2(const Op& op, std::int64_t n, std::int64_t c, std::int64_t height,
+                                         std::int64_t width) {
+  simd_plane_body(op, n, c, height, width);
+}
+template <class Op>
+TESSERA_TARGET_AVX512 void simd_plane_avx512(const Op& op, std::int64_t n, std::int64_t c, std::int64_t height,
+                                             std::int64_t width) {
+  simd_plane_body(op, n, c, height, width);
+}
+template <class S, class Op>
+TESSERA_TARGET_AVX2 std::pair<double, double> simd_plane_sums_avx2(const Op& op, std::int64_t n, std::int64_t c,
+                                                                   std::int64_t height, std::int64_t width) {
+  return simd_plane_sums_body<S>(op, n, c, height, width);
+}
 template <class G>
 TESSERA_TARGET_AVX2 void simd_row_avx2(const G& g, std::int64_t width) { simd_row_body(g, width); }
-template <class S, class G>
-TESSERA_TARGET_AVX2 std::pair<S, S> simd_row_sums_avx2(const G& g, std::int64_t width) {
-  return simd_row_sums_body<S>(g, width);
-}
 template <class T>
 TESSERA_TARGET_AVX2 double block_sum_avx2(const T* x, std::int64_t count) { return block_sum_body(x, count); }
 template <class G>
@@ -243,6 +334,24 @@ void host_row(const G& g, std::int64_t width) {
   }
 }
 
+// Every row of plane (n, c) of a row op, through the clone host_row would pick.
+template <class Op>
+void host_plane(const Op& op, std::int64_t n, std::int64_t c, std::int64_t height, std::int64_t width) {
+  using G = decltype(op(n, c, 0));
+  if constexpr (has_host_row<G>::value) {
+    for (std::int64_t h = 0; h < height; ++h) op(n, c, h).host_row(width);
+  } else {
+#if TESSERA_HOST_CLONES
+    const int isa = host_isa();
+    if constexpr (wants_wide<G>::value) {
+      if (isa == 2) return simd_plane_avx512(op, n, c, height, width);
+    }
+    if (isa >= 1) return simd_plane_avx2(op, n, c, height, width);
+#endif
+    simd_plane(op, n, c, height, width);
+  }
+}
+
 }  // namespace cell_loop_detail
 
 // A row's cell function: dst[w] = base + src[w], rounded once into T (dst may be src). bf16
@@ -269,6 +378,21 @@ struct HostRows {
     host_row(op(nc / channels, nc % channels, h), width);
   }
 };
+
+// Host: one (n, c) plane per iteration (cell_loop_detail::host_plane).
+template <class Op>
+struct HostPlanes {
+  Op op;
+  std::int64_t channels, height, width;
+  void operator()(std::int64_t plane) const { host_plane(op, plane / channels, plane % channels, height, width); }
+};
+
+// Whether the host loops go plane by plane: when the planes alone keep every thread busy
+// (4 planes a thread, as merge_plane_rows asks) and a plane has more than one row.
+inline bool by_planes(const CellExtents& e) {
+  static const std::int64_t enough_planes = 4 * std::int64_t(Kokkos::DefaultHostExecutionSpace().concurrency());
+  return e.h > 1 && e.n * e.c >= enough_planes;
+}
 
 // Host, cell form: the same rows, a plain inner loop (the functor may gather from windows).
 template <class F>
@@ -375,24 +499,25 @@ void for_each_row(const char* label, const CellExtents& e, const Op& op) {
   namespace d = cell_loop_detail;
   if (e.cells() <= 0) return;
   if constexpr (d::on_host) {
-    Kokkos::parallel_for(kernel_label(label), d::HostRowPolicy(0, e.rows()), d::HostRows<Op>{op, e.c, e.h, e.w});
+    if (d::by_planes(e))
+      Kokkos::parallel_for(kernel_label(label), d::HostRowPolicy(0, e.n * e.c), d::HostPlanes<Op>{op, e.c, e.h, e.w});
+    else
+      Kokkos::parallel_for(kernel_label(label), d::HostRowPolicy(0, e.rows()), d::HostRows<Op>{op, e.c, e.h, e.w});
   } else {
     d::device_cells(label, e, op);
   }
 }
 
-// Host only, inside a host row op: the two sums over w < width of g(w) = {first, second}
-// (std::pair<S, S>), accumulated in S, vectorised as the row loops are.
-template <class S, class G>
-std::pair<S, S> host_row_sums(const G& g, std::int64_t width) {
+// Host only: the two sums over plane (n, c) of a row op whose cell function returns
+// {first, second} (std::pair<S, S>), in double (cell_loop_detail::simd_plane_sums_body).
+template <class S, class Op>
+std::pair<double, double> host_plane_sums(const Op& op, std::int64_t n, std::int64_t c, std::int64_t height,
+                                          std::int64_t width) {
   namespace d = cell_loop_detail;
 #if TESSERA_HOST_CLONES
-  switch (d::host_isa()) {
-    case 0: break;
-    default: return d::simd_row_sums_avx2<S>(g, width);
-  }
+  if (d::host_isa() >= 1) return d::simd_plane_sums_avx2<S>(op, n, c, height, width);
 #endif
-  return d::simd_row_sums<S>(g, width);
+  return d::simd_plane_sums<S>(op, n, c, height, width);
 }
 
 // Host only: the sum of the contiguous cells x[0, count) in double, vectorised, in an order

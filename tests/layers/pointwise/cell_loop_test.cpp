@@ -1,8 +1,9 @@
 // The loops of layers/cell_loop.hpp on this build's backend: for_each_cell over extents
 // visits every cell exactly once with (n, c, h, w) as a row-major view names it,
 // sum_each_cell adds every cell's term once, for_each_row writes only the cells of a window
-// whose rows are not contiguous with each other, and host_plane_sum adds a plane with and
-// without gaps between its rows; merge_plane_rows merges a plane's rows only where every
+// whose rows are not contiguous with each other (row by row and plane by plane),
+// host_plane_sum adds a plane with and without gaps between its rows and host_plane_sums
+// counts each cell once for every row width; merge_plane_rows merges a plane's rows only where every
 // operand's rows follow each other and the rows are short, and a row op on merged extents
 // writes exactly the plane's cells; fill writes every cell of a view and none outside it,
 // with rows that follow each other and without. Functors at namespace scope: CUDA allows no extended
@@ -69,19 +70,62 @@ TEST(CellLoop, EveryCellOnceInRowMajorNames) {
   EXPECT_EQ(empty, 0.0);
 }
 
+// Both host loops: row by row (too few planes to share out) and plane by plane.
 TEST(CellLoop, RowsOfAWindowWriteOnlyTheWindow) {
   using Array = Kokkos::View<float****, Kokkos::LayoutRight, Space>;
-  const Array a("array", 2, 3, 9, 10);
-  const auto window = Kokkos::subview(a, Kokkos::ALL, std::make_pair(1, 3), std::make_pair(2, 8), std::make_pair(1, 8));
-  for_each_row("test::fill", extents_of(window), FillRow<float>{rows_of(window)});
-  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
-  for (Int n = 0; n < 2; ++n)
-    for (Int c = 0; c < 3; ++c)
-      for (Int h = 0; h < 9; ++h)
-        for (Int w = 0; w < 10; ++w) {
-          const bool inside = c >= 1 && c < 3 && h >= 2 && h < 8 && w >= 1 && w < 8;
-          ASSERT_EQ(host(n, c, h, w), inside ? 7.0f : 0.0f) << n << c << h << w;
-        }
+  const Int many = 4 * Int(Kokkos::DefaultHostExecutionSpace().concurrency());
+  for (const Int samples : {Int(1), many}) {
+    const Array a("array", samples, 3, 9, 10);
+    const auto window =
+        Kokkos::subview(a, Kokkos::ALL, std::make_pair(1, 3), std::make_pair(2, 8), std::make_pair(1, 8));
+    const CellExtents e = extents_of(window);
+    if constexpr (cell_loop_detail::on_host) {
+      EXPECT_EQ(cell_loop_detail::by_planes(e), samples == many);
+    }
+    for_each_row("test::fill", e, FillRow<float>{rows_of(window)});
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+    for (Int n = 0; n < samples; ++n)
+      for (Int c = 0; c < 3; ++c)
+        for (Int h = 0; h < 9; ++h)
+          for (Int w = 0; w < 10; ++w) {
+            const bool inside = c >= 1 && c < 3 && h >= 2 && h < 8 && w >= 1 && w < 8;
+            ASSERT_EQ(host(n, c, h, w), inside ? 7.0f : 0.0f) << samples << " samples: " << n << c << h << w;
+          }
+  }
+}
+
+// The two moments of a cell, as batch norm's statistics ask them of a plane.
+struct MomentRows {
+  Rows<const float> x;
+  struct Row {
+    const float* x;
+    std::pair<float, float> operator()(Int w) const { return {x[w], x[w] * x[w]}; }
+  };
+  Row operator()(Int n, Int c, Int h) const { return {x.row(n, c, h)}; }
+};
+
+// host_plane_sums counts every cell once whatever the row width: rows of whole lane blocks,
+// rows whose last block overlaps the one before it (masked), rows narrower than a block,
+// rows of a whole-row reduction, and planes over the flush size; with gaps between rows
+// (a halo), on this CPU's clone and (layers_cell_loop_baseline) the baseline one. Small
+// integers: every sum is exact in fp32, so any cell counted twice or missed changes it.
+TEST(CellLoop, HostPlaneSumsCountEveryCellOnceForEveryRowWidth) {
+  using Host = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  for (const Int width : {Int(1), Int(3), Int(7), Int(8), Int(9), Int(14), Int(16), Int(21), Int(63), Int(64), Int(1500)}) {
+    const Int height = width == 1500 ? 3 : 101;  // 101 rows of 21 or 63 cells: flushed mid-plane
+    const Host a("host", 1, 2, height + 2, width + 3);
+    for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = float(Int(i) % 17) - 8.0f;
+    const auto tile =
+        Kokkos::subview(a, Kokkos::ALL, Kokkos::ALL, std::make_pair(Int(1), height + 1), std::make_pair(Int(2), width + 2));
+    for (Int c = 0; c < 2; ++c) {
+      double first = 0, second = 0;
+      for (Int h = 0; h < height; ++h)
+        for (Int w = 0; w < width; ++w) first += tile(0, c, h, w), second += tile(0, c, h, w) * tile(0, c, h, w);
+      const auto sums = host_plane_sums<float>(MomentRows{rows_of(tile)}, 0, c, height, width);
+      EXPECT_EQ(sums.first, first) << "width " << width << ", channel " << c;
+      EXPECT_EQ(sums.second, second) << "width " << width << ", channel " << c;
+    }
+  }
 }
 
 TEST(CellLoop, HostPlaneSumWithAndWithoutGapsBetweenRows) {
