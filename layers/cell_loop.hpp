@@ -2,7 +2,8 @@
 // The loops of the element-wise Kokkos kernels (activations, batch norm, upsampling, global
 // average pooling, pooling, deconv's crops), laid out for each backend:
 //
-//   host (OpenMP/Serial)  a parallel loop over the rows (n, c, h); in each row one
+//   host (OpenMP/Serial)  a parallel loop over the rows (n, c, h), or over the planes
+//                         (n, c) where they keep every thread busy; in each row one
 //                         contiguous loop over w, written for the vectoriser (`omp simd` on
 //                         raw row pointers) and, on x86-64 CPUs that have them, compiled
 //                         again for AVX2 + FMA (and AVX-512 for costly cells), chosen
