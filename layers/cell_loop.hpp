@@ -37,6 +37,7 @@
 #include "distarray/bf16.hpp"
 #include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
+#include "layers/fp32_math.hpp"
 #include "layers/launch_size.hpp"
 
 namespace tessera::layers {
@@ -177,21 +178,38 @@ TESSERA_ALWAYS_INLINE std::pair<S, S> simd_row_sums_body(const G& g, std::int64_
   return {a, b};
 }
 
+// Adds {first, second} of g(start + j) into lanes j < L of a and b; with Masked, only the
+// lanes j >= skip (the ones before hold cells counted already). The mask is a bit blend
+// (fp32_math::select): a `?:` kept the loop scalar, a branch a lane.
+template <int L, bool Masked, class S, class G>
+TESSERA_ALWAYS_INLINE void add_to_lanes(const G& g, std::int64_t start, int skip, S* a, S* b) {
+  TESSERA_SIMD_LOOP
+  for (int j = 0; j < L; ++j) {
+    const auto v = g(start + j);
+    if constexpr (Masked) {
+      a[j] += fp32_math::select(j >= skip, S(v.first), S(0));
+      b[j] += fp32_math::select(j >= skip, S(v.second), S(0));
+    } else {
+      a[j] += v.first;
+      b[j] += v.second;
+    }
+  }
+}
+
 // The two sums over plane (n, c) of g(w) = {first, second}, g = op(n, c, h), in double.
 // A row of kSumWideRow cells or more is one vector reduction into S, added into double.
 // Shorter rows (a space split's tiles: 7 or 14 cells) would pay two horizontal sums for a
 // vector add or two, so their cells go to kSumLanes running S partial sums by position in
-// a block of kSumLanes, added into double once they hold kSumFlush cells and at the
-// plane's end; a row's last partial block is its last kSumLanes cells, the lanes already
-// counted masked off, so that it is one vector too (rows narrower than kSumLanes go cell by
-// cell). The lanes as one loop over every row measured 10-25% slower on 128-cell rows than
-// the reduction (their partials went through memory).
+// a block, added into double once they hold kSumFlush cells and at the plane's end. A
+// row's last partial block is its last kSumLanes cells (4 on rows of 4-7), the lanes
+// already counted masked off, so it is one vector too; rows under 4 cells go cell by cell.
+// The lanes on every row measured 10-25% slower on 128-cell rows than the reduction.
 inline constexpr int kSumLanes = 8;
 inline constexpr std::int64_t kSumFlush = 1024, kSumWideRow = 64;
 template <class S, class Op>
 TESSERA_ALWAYS_INLINE std::pair<double, double> simd_plane_sums_body(const Op& op, std::int64_t n, std::int64_t c,
                                                                      std::int64_t height, std::int64_t width) {
-  constexpr int lanes = kSumLanes;
+  constexpr int lanes = kSumLanes, half = kSumLanes / 2;
   double first = 0, second = 0;
   if (width >= kSumWideRow) {
     for (std::int64_t h = 0; h < height; ++h) {
@@ -203,43 +221,30 @@ TESSERA_ALWAYS_INLINE std::pair<double, double> simd_plane_sums_body(const Op& o
   }
   S a[lanes] = {}, b[lanes] = {};
   std::int64_t held = 0;
-  const auto flush = [&] {
-    S fa = 0, fb = 0;
-    for (int j = 0; j < lanes; ++j) fa += a[j], fb += b[j], a[j] = 0, b[j] = 0;
-    first += static_cast<double>(fa), second += static_cast<double>(fb);
-    held = 0;
-  };
   for (std::int64_t h = 0; h < height; ++h) {
     const auto g = op(n, c, h);
-    std::int64_t w = 0;
-    for (; w + lanes <= width; w += lanes) {
-      TESSERA_SIMD_LOOP
-      for (int j = 0; j < lanes; ++j) {
-        const auto v = g(w + j);
-        a[j] += v.first;
-        b[j] += v.second;
-      }
-    }
-    if (w < width && width >= lanes) {
-      const std::int64_t start = width - lanes;  // overlaps cells [start, w), counted already
-      TESSERA_SIMD_LOOP
-      for (int j = 0; j < lanes; ++j) {
-        const auto v = g(start + j);
-        const bool fresh = start + j >= w;
-        a[j] += fresh ? v.first : S(0);
-        b[j] += fresh ? v.second : S(0);
-      }
+    if (width >= lanes) {
+      std::int64_t w = 0;
+      for (; w + lanes <= width; w += lanes) add_to_lanes<lanes, false>(g, w, 0, a, b);
+      if (w < width) add_to_lanes<lanes, true>(g, width - lanes, int(lanes - (width - w)), a, b);
+    } else if (width >= half) {
+      add_to_lanes<half, false>(g, 0, 0, a, b);
+      if (width > half) add_to_lanes<half, true>(g, width - half, int(lanes - width), a, b);
     } else {
-      for (int j = 0; w + j < width; ++j) {
-        const auto v = g(w + j);
+      for (int j = 0; j < width; ++j) {
+        const auto v = g(j);
         a[j] += v.first;
         b[j] += v.second;
       }
     }
     held += width;
-    if (held >= kSumFlush) flush();
+    if (held >= kSumFlush || h == height - 1) {
+      S fa = 0, fb = 0;
+      for (int j = 0; j < lanes; ++j) fa += a[j], fb += b[j], a[j] = 0, b[j] = 0;
+      first += static_cast<double>(fa), second += static_cast<double>(fb);
+      held = 0;
+    }
   }
-  flush();
   return {first, second};
 }
 

@@ -105,13 +105,13 @@ struct MomentRows {
 };
 
 // host_plane_sums counts every cell once whatever the row width: rows of whole lane blocks,
-// rows whose last block overlaps the one before it (masked), rows narrower than a block,
+// rows whose last block overlaps the one before it (masked; 8 and 4 lanes), rows under 4,
 // rows of a whole-row reduction, and planes over the flush size; with gaps between rows
 // (a halo), on this CPU's clone and (layers_cell_loop_baseline) the baseline one. Small
 // integers: every sum is exact in fp32, so any cell counted twice or missed changes it.
 TEST(CellLoop, HostPlaneSumsCountEveryCellOnceForEveryRowWidth) {
   using Host = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-  for (const Int width : {Int(1), Int(3), Int(7), Int(8), Int(9), Int(14), Int(16), Int(21), Int(63), Int(64), Int(1500)}) {
+  for (const Int width : {Int(1), Int(3), Int(4), Int(5), Int(7), Int(8), Int(9), Int(14), Int(16), Int(21), Int(63), Int(64), Int(1500)}) {
     const Int height = width == 1500 ? 3 : 101;  // 101 rows of 21 or 63 cells: flushed mid-plane
     const Host a("host", 1, 2, height + 2, width + 3);
     for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = float(Int(i) % 17) - 8.0f;
