@@ -19,7 +19,7 @@
 #include "distarray/held_instance.hpp"
 #include "distarray/kernel_label.hpp"
 #include "layers/blocked_sums.hpp"
-#include "layers/cell_loop.hpp"
+#include "layers/cell_sums.hpp"
 
 namespace tessera::layers::batch_norm {
 

@@ -16,7 +16,7 @@
 
 #include "distarray/kernel_label.hpp"
 #include "layers/blocked_sums.hpp"
-#include "layers/cell_loop.hpp"
+#include "layers/cell_sums.hpp"
 
 namespace tessera::layers {
 

@@ -22,7 +22,7 @@
 
 #include "distarray/kernel_label.hpp"
 #include "layers/blocked_sums.hpp"
-#include "layers/cell_loop.hpp"
+#include "layers/cell_sums.hpp"
 #include "layers/group_sum.hpp"
 #include "layers/head_grid.hpp"
 #include "layers/layer.hpp"
@@ -63,7 +63,7 @@ struct Mean {
   }
 };
 
-// Host: sums(n, c) as blocked_tile_sums, by host_plane_sum (cell_loop.hpp: vectorised, fp32 within
+// Host: sums(n, c) as blocked_tile_sums, by host_plane_sum (cell_sums.hpp: vectorised, fp32 within
 // blocks of 1024 cells, double across them).
 template <class T, class Out>
 struct HostTileSum {

@@ -1,10 +1,10 @@
-// The loops of layers/cell_loop.hpp on this build's backend: for_each_cell over extents
-// visits every cell exactly once with (n, c, h, w) as a row-major view names it,
-// sum_each_cell adds every cell's term once, for_each_row writes only the cells of a window
-// whose rows are not contiguous with each other (row by row and plane by plane),
-// host_plane_sum adds a plane with and without gaps between its rows and host_plane_sums
-// counts each cell once for every row width; merge_plane_rows merges a plane's rows only where every
-// operand's rows follow each other and the rows are short, and a row op on merged extents
+// The loops of layers/cell_loop.hpp and the sums of layers/cell_sums.hpp on this build's
+// backend: for_each_cell over extents visits every cell exactly once with (n, c, h, w) as a
+// row-major view names it, sum_each_cell adds every cell's term once, for_each_row writes
+// only the cells of a window whose rows are not contiguous with each other (row by row and
+// plane by plane), host_plane_sum adds a plane with and without gaps between its rows and
+// host_plane_sums counts each cell once for every row width; merge_plane_rows merges a
+// plane's rows only where every operand's rows follow each other and the rows are short, and a row op on merged extents
 // writes exactly the plane's cells; fill writes every cell of a view and none outside it,
 // with rows that follow each other and without. Functors at namespace scope: CUDA allows no extended
 // lambdas in test bodies.
@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "distarray/fill.hpp"
-#include "layers/cell_loop.hpp"
+#include "layers/cell_sums.hpp"
 
 namespace tessera::layers {
 namespace {
@@ -111,12 +111,14 @@ struct MomentRows {
 // integers: every sum is exact in fp32, so any cell counted twice or missed changes it.
 TEST(CellLoop, HostPlaneSumsCountEveryCellOnceForEveryRowWidth) {
   using Host = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-  for (const Int width : {Int(1), Int(3), Int(4), Int(5), Int(7), Int(8), Int(9), Int(14), Int(16), Int(21), Int(63), Int(64), Int(1500)}) {
+  for (const Int width :
+       {Int(1), Int(3), Int(4), Int(5), Int(7), Int(8), Int(9), Int(14), Int(16), Int(21), Int(63), Int(64),
+        Int(1500)}) {
     const Int height = width == 1500 ? 3 : 101;  // 101 rows of 21 or 63 cells: flushed mid-plane
     const Host a("host", 1, 2, height + 2, width + 3);
     for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = float(Int(i) % 17) - 8.0f;
-    const auto tile =
-        Kokkos::subview(a, Kokkos::ALL, Kokkos::ALL, std::make_pair(Int(1), height + 1), std::make_pair(Int(2), width + 2));
+    const auto tile = Kokkos::subview(a, Kokkos::ALL, Kokkos::ALL, std::make_pair(Int(1), height + 1),
+                                      std::make_pair(Int(2), width + 2));
     for (Int c = 0; c < 2; ++c) {
       double first = 0, second = 0;
       for (Int h = 0; h < height; ++h)
