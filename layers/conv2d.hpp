@@ -99,27 +99,8 @@ class Conv2d final : public Layer<T> {
   }
 
   // dx must be allocated like x (make_input). Adds the local dW, db into the gradients.
-  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
-    if (!saved_x_) throw std::logic_error("conv(" + options() + "): backward() before forward()");
-    const Tensor<T>& x = *saved_x_;
-    if (!(dx.distribution() == x.distribution()))
-      throw std::invalid_argument("conv(" + options() + "): dx is " + dx.distribution().describe() +
-                                  " but forward's x was " + x.distribution().describe());
-    const ConvGeometry g = options_.geometry();
-    Compute<T>* dbias = bias_ ? bias_->grad.data() : nullptr;
-    windowed_.backward(
-        *this, dy, dx,
-        [&](const Box& window) {
-          conv_backward_data<T>(*backend_, g, tensor_ref<const T>(dy.owned()), weight_.value.data(),
-                                tensor_ref<T>(dx.local(window)));
-        },
-        [&] {
-          const Box window = input_window(dy.owned_box(), x.distribution().global_shape());
-          conv_backward_weights<T>(*backend_, g, tensor_ref<const T>(x.local(window)),
-                                   tensor_ref<const T>(dy.owned()), weight_.grad.data(), dbias);
-        },
-        Windowed<T>::Overwrites::every_cell);  // the backend writes every cell of dx (ConvBackend)
-  }
+  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override { backward_pass(dy, &dx); }
+  void backward_parameters(const Tensor<T>& dy, const Tensor<T>&) override { backward_pass(dy, nullptr); }
 
   std::vector<Parameter<T>*> params() override {
     std::vector<Parameter<T>*> p{&weight_};
@@ -137,6 +118,29 @@ class Conv2d final : public Layer<T> {
   std::unique_ptr<ConvBackend> backend_;
   Windowed<T> windowed_;
   std::optional<Tensor<T>> saved_x_;
+
+  // dx null: the weight gradient alone, no backward-data call and no exchange.
+  void backward_pass(const Tensor<T>& dy, const Tensor<T>* dx) {
+    if (!saved_x_) throw std::logic_error("conv(" + options() + "): backward() before forward()");
+    const Tensor<T>& x = *saved_x_;
+    const ConvGeometry g = options_.geometry();
+    const auto weight_gradient = [&] {
+      const Box window = input_window(dy.owned_box(), x.distribution().global_shape());
+      conv_backward_weights<T>(*backend_, g, tensor_ref<const T>(x.local(window)), tensor_ref<const T>(dy.owned()),
+                               weight_.grad.data(), bias_ ? bias_->grad.data() : nullptr);
+    };
+    if (!dx) return weight_gradient();
+    if (!(dx->distribution() == x.distribution()))
+      throw std::invalid_argument("conv(" + options() + "): dx is " + dx->distribution().describe() +
+                                  " but forward's x was " + x.distribution().describe());
+    windowed_.backward(
+        *this, dy, *dx,
+        [&](const Box& window) {
+          conv_backward_data<T>(*backend_, g, tensor_ref<const T>(dy.owned()), weight_.value.data(),
+                                tensor_ref<T>(dx->local(window)));
+        },
+        weight_gradient, Windowed<T>::Overwrites::every_cell);  // the backend writes every cell of dx (ConvBackend)
+  }
 };
 
 }  // namespace tessera::layers

@@ -220,38 +220,8 @@ class Deconv2d final : public Layer<T> {
   }
 
   // dx must be allocated like x (make_input). Adds the local dW, db into the gradients.
-  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override {
-    if (!saved_x_) throw std::logic_error("deconv(" + options() + "): backward() before forward()");
-    const Tensor<T>& x = *saved_x_;
-    if (!(dx.distribution() == x.distribution()))
-      throw std::invalid_argument("deconv(" + options() + "): dx is " + dx.distribution().describe() +
-                                  " but forward's x was " + x.distribution().describe());
-    const Box window = input_window(dy.owned_box(), x.distribution().global_shape());
-    // Both gradients read dy over the full transposed span of the window: the owned dy with
-    // zero padding, or embedded in zeroed scratch.
-    ConvGeometry g = options_.geometry();
-    std::optional<Tensor4Ref<const T>> full_dy;
-    if (!window.empty()) {
-      const Box full = full_span(window);
-      if (const std::optional<Padding> pad = padding_to(dy.owned_box(), full)) {
-        g.pad = *pad;
-        full_dy = tensor_ref<const T>(dy.owned());
-      } else {
-        full_dy = tensor_ref<const T>(embed(dy, full));
-      }
-    }
-    windowed_.backward(
-        *this, dy, dx,
-        [&](const Box& w) {
-          if (full_dy) conv_forward<T>(*backend_, g, *full_dy, weight_.value.data(), nullptr, tensor_ref<T>(dx.local(w)));
-        },
-        [&] {
-          if (full_dy)
-            conv_backward_weights<T>(*backend_, g, *full_dy, tensor_ref<const T>(x.local(window)), weight_.grad.data(),
-                                     nullptr);
-          if (bias_) deconv_kernels::add_channel_sums(dy.owned(), bias_->grad, bias_sums_);
-        });
-  }
+  void backward(const Tensor<T>& dy, const Tensor<T>& dx) override { backward_pass(dy, &dx); }
+  void backward_parameters(const Tensor<T>& dy, const Tensor<T>&) override { backward_pass(dy, nullptr); }
 
   std::vector<Parameter<T>*> params() override {
     std::vector<Parameter<T>*> p{&weight_};
@@ -334,6 +304,42 @@ class Deconv2d final : public Layer<T> {
   std::unique_ptr<ConvBackend> backend_;
   Windowed<T> windowed_;
   std::optional<Tensor<T>> saved_x_;
+
+  // dx null: the weight and bias gradients alone, no input gradient and no exchange.
+  void backward_pass(const Tensor<T>& dy, const Tensor<T>* dx) {
+    if (!saved_x_) throw std::logic_error("deconv(" + options() + "): backward() before forward()");
+    const Tensor<T>& x = *saved_x_;
+    if (dx && !(dx->distribution() == x.distribution()))
+      throw std::invalid_argument("deconv(" + options() + "): dx is " + dx->distribution().describe() +
+                                  " but forward's x was " + x.distribution().describe());
+    const Box window = input_window(dy.owned_box(), x.distribution().global_shape());
+    // Both gradients read dy over the full transposed span of the window: the owned dy with
+    // zero padding, or embedded in zeroed scratch.
+    ConvGeometry g = options_.geometry();
+    std::optional<Tensor4Ref<const T>> full_dy;
+    if (!window.empty()) {
+      const Box full = full_span(window);
+      if (const std::optional<Padding> pad = padding_to(dy.owned_box(), full)) {
+        g.pad = *pad;
+        full_dy = tensor_ref<const T>(dy.owned());
+      } else {
+        full_dy = tensor_ref<const T>(embed(dy, full));
+      }
+    }
+    const auto parameter_gradients = [&] {
+      if (full_dy)
+        conv_backward_weights<T>(*backend_, g, *full_dy, tensor_ref<const T>(x.local(window)), weight_.grad.data(),
+                                 nullptr);
+      if (bias_) deconv_kernels::add_channel_sums(dy.owned(), bias_->grad, bias_sums_);
+    };
+    if (!dx) return parameter_gradients();
+    windowed_.backward(
+        *this, dy, *dx,
+        [&](const Box& w) {
+          if (full_dy) conv_forward<T>(*backend_, g, *full_dy, weight_.value.data(), nullptr, tensor_ref<T>(dx->local(w)));
+        },
+        parameter_gradients);
+  }
   Kokkos::View<T*, MemorySpace> buffer_;
   BlockPartials<Kokkos::DefaultExecutionSpace> bias_sums_;  // the bias gradient's device partials
 };

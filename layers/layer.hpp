@@ -64,6 +64,14 @@ class Layer {
   // them over the ranks that share each parameter).
   virtual void backward(const Tensor<T>& dy, const Tensor<T>& dx) = 0;
 
+  // Backward when nothing reads d(loss)/d(x) — a layer on the model's input in training,
+  // as PyTorch skips the gradient of an input that does not require it: adds the parameter
+  // gradients exactly as backward does; dx is scratch, its cells left unspecified. The
+  // default runs backward. Layers whose input gradient is a library call and an exchange
+  // (conv, deconv, linear, local) skip it: for a ResNet stem on a 512x512 image that is a
+  // third of the step.
+  virtual void backward_parameters(const Tensor<T>& dy, const Tensor<T>& dx) { backward(dy, dx); }
+
   virtual std::vector<Parameter<T>*> params() { return {}; }
 
   // Overlap and transport of this layer's halo exchanges, set for a whole model by the

@@ -162,39 +162,14 @@ class Linear final : public Layer<T> {
       throw std::invalid_argument("linear(" + options() + "): dx is " + dx.distribution().describe() +
                                   " but forward's x was " + input_distribution_->describe());
     check_output(dx, dy, "dy");
-    const std::int64_t count = tile_.count(), out = options_.out;
-    const auto dy_owned = dy.owned();
-    Operand g{dy_owned.data(), row_stride(dy_owned)};
-    if (!dense_rows(dy_owned)) {
-      const Matrix& dy_block = sized(dy_block_, "linear.dy", samples_, out);
-      Kokkos::deep_copy(Dense4(dy_block.data(), samples_, out, 1, 1), dy_owned);
-      g = {dy_block.data(), out};
-    }
-    // dx (halo cells, if dx has any, are zero: linear reads only the tile).
-    const auto dx_owned = dx.owned();
-    if (!(dx.window_box() == dx.owned_box())) dx.fill_window(T(0));
-    if (dense_rows(dx_owned)) {
-      gemm_of<T>(*backend_, Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld,
-                 0.0f, dx_owned.data(), row_stride(dx_owned));
-    } else {
-      const Matrix& dx_block = sized(dx_block_, "linear.dx_tile", samples_, count);
-      gemm_of<T>(*backend_, Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld,
-                 0.0f, dx_block.data(), count);
-      const Box own = dx.owned_box();
-      Kokkos::deep_copy(dx_owned, Dense4(dx_block.data(), samples_, own.extent(C), own.extent(H), own.extent(W)));
-    }
-    if (samples_ == 0) return;
-    // dW += dy^T x: into the gradient itself (beta 1) when the tile is the whole image.
-    if (tile_.whole()) {
-      gemm_of<T>(*backend_, Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld,
-                 1.0f, weight_.grad.data(), count);
-    } else {
-      const Sums& dweight_block = sized(dweight_block_, "linear.dweight_block", out, count);
-      gemm_of<T>(*backend_, Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld,
-                 0.0f, dweight_block.data(), count);
-      linear::add_columns(dweight_block, tile_, weight_.grad);
-    }
-    if (bias_ && adds_bias_gradient_) linear::add_bias_gradient(g.data, g.ld, samples_, bias_->grad);
+    const Operand g = dense_dy(dy);
+    input_gradient(g, dx);
+    parameter_gradients(g);
+  }
+  void backward_parameters(const Tensor<T>& dy, const Tensor<T>& dx) override {
+    if (!input_distribution_) throw std::logic_error("linear(" + options() + "): backward() before forward()");
+    check_output(dx, dy, "dy");
+    parameter_gradients(dense_dy(dy));
   }
 
   std::vector<Parameter<T>*> params() override {
@@ -246,6 +221,48 @@ class Linear final : public Layer<T> {
   GroupSum<float> sums_staging_;
   std::optional<Distribution> input_distribution_;
   bool adds_bias_gradient_ = false;
+
+  // dy's rows as a GEMM operand: in place when dense, else copied into scratch.
+  Operand dense_dy(const Tensor<T>& dy) {
+    const auto dy_owned = dy.owned();
+    if (dense_rows(dy_owned)) return {dy_owned.data(), row_stride(dy_owned)};
+    const Matrix& dy_block = sized(dy_block_, "linear.dy", samples_, options_.out);
+    Kokkos::deep_copy(Dense4(dy_block.data(), samples_, options_.out, 1, 1), dy_owned);
+    return {dy_block.data(), options_.out};
+  }
+
+  // dx = dy W (halo cells, if dx has any, are zero: linear reads only the tile).
+  void input_gradient(const Operand& g, const Tensor<T>& dx) {
+    const std::int64_t count = tile_.count(), out = options_.out;
+    const auto dx_owned = dx.owned();
+    if (!(dx.window_box() == dx.owned_box())) dx.fill_window(T(0));
+    if (dense_rows(dx_owned)) {
+      gemm_of<T>(*backend_, Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld,
+                 0.0f, dx_owned.data(), row_stride(dx_owned));
+    } else {
+      const Matrix& dx_block = sized(dx_block_, "linear.dx_tile", samples_, count);
+      gemm_of<T>(*backend_, Transpose::no, Transpose::no, samples_, count, out, 1.0f, g.data, g.ld, w_.data, w_.ld,
+                 0.0f, dx_block.data(), count);
+      const Box own = dx.owned_box();
+      Kokkos::deep_copy(dx_owned, Dense4(dx_block.data(), samples_, own.extent(C), own.extent(H), own.extent(W)));
+    }
+  }
+
+  void parameter_gradients(const Operand& g) {
+    const std::int64_t count = tile_.count(), out = options_.out;
+    if (samples_ == 0) return;
+    // dW += dy^T x: into the gradient itself (beta 1) when the tile is the whole image.
+    if (tile_.whole()) {
+      gemm_of<T>(*backend_, Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld,
+                 1.0f, weight_.grad.data(), count);
+    } else {
+      const Sums& dweight_block = sized(dweight_block_, "linear.dweight_block", out, count);
+      gemm_of<T>(*backend_, Transpose::yes, Transpose::no, out, count, samples_, 1.0f, g.data, g.ld, x_.data, x_.ld,
+                 0.0f, dweight_block.data(), count);
+      linear::add_columns(dweight_block, tile_, weight_.grad);
+    }
+    if (bias_ && adds_bias_gradient_) linear::add_bias_gradient(g.data, g.ld, samples_, bias_->grad);
+  }
 };
 
 }  // namespace tessera::layers

@@ -167,6 +167,12 @@ class LocallyConnected2d final : public Layer<T> {
         *this, dy, dx, [&](const Box& window) { window_from_outputs(dy, dx, window); },
         [&] { weight_gradient(x, dy, /*packed=*/options_.engine == LocalEngine::gemm); });
   }
+  // The weight gradient alone: no backward-data products and no exchange.
+  void backward_parameters(const Tensor<T>& dy, const Tensor<T>&) override {
+    if (!saved_x_) throw std::logic_error(name() + ": backward() before forward()");
+    check_placed(dy, "dy");
+    weight_gradient(*saved_x_, dy, /*packed=*/false);  // no backward-data products packed dy
+  }
 
   // The transposed map, x_hat = W^T h: every output position's filters scatter its K values
   // back over its receptive field, and the halo part is added into its owners — a second

@@ -503,17 +503,37 @@ const layers::Tensor<T>& Graph<T>::backward(const layers::Tensor<T>& dy) {
 template <class T>
 const layers::Tensor<T>& Graph<T>::backward(const layers::Tensor<T>& dy,
                                             const std::function<void(std::size_t)>& after_layer) {
+  run_backward(dy, after_layer, /*input_gradient=*/true);
+  return gradient(0);
+}
+
+template <class T>
+void Graph<T>::backward_parameters(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer) {
+  run_backward(dy, after_layer, /*input_gradient=*/false);
+}
+
+// Without the input gradient, a one-input node on the model's input runs
+// Layer::backward_parameters and no sum into the input's gradient is made; a node that
+// also reads other activations needs its backward as usual.
+template <class T>
+void Graph<T>::run_backward(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer,
+                            bool input_gradient) {
   if (passes_ == Passes::forward_only)
     throw std::logic_error("model backward: this model was built for forward passes only (Passes::forward_only)");
   const std::size_t last = nodes_.size() - 1;
   for (std::size_t i = last + 1; i-- > 0;) {
     Node& node = nodes_[i];
-    node.layer->backward_multi(i == last ? dy : gradient(i + 1), node.dxs);
+    const layers::Tensor<T>& node_dy = i == last ? dy : gradient(i + 1);
+    if (!input_gradient && node.inputs.size() == 1 && node.inputs[0] == 0)
+      node.layer->backward_parameters(node_dy, *node.dxs[0]);
+    else
+      node.layer->backward_multi(node_dy, node.dxs);
     for (const auto& [s, a] : node.sums)
-      layers::merge::rows<layers::merge::RowOp::add>("tessera::gradient_sum", gradient(a).owned(), gradients_[s].owned());
+      if (input_gradient || a != 0)
+        layers::merge::rows<layers::merge::RowOp::add>("tessera::gradient_sum", gradient(a).owned(),
+                                                       gradients_[s].owned());
     if (after_layer) after_layer(i);
   }
-  return gradient(0);
 }
 
 template <class T>

@@ -35,7 +35,8 @@
 //   backward; gradients and gradient-sum scratch arrays of one grid and shape whose
 //   lifetimes do not overlap share a buffer (with the union of their halos): a chain
 //   needs two per shape, a ResNet of equal blocks a few. gradient(a) is valid from its
-//   first write until its producer's backward is done; gradient(0) after backward.
+//   first write until its producer's backward is done; gradient(0) after backward (not
+//   after backward_parameters, which does not compute it).
 // - Passes::forward_only (evaluation, inference): no gradients, and activations share by
 //   the same rule forward — activation a lives from its producer to its last reader, so
 //   activation(a) is valid only until the nodes after its last reader overwrite it; the
@@ -109,6 +110,10 @@ class Graph {
   // backward is done (its parameter gradients are then final).
   const layers::Tensor<T>& backward(const layers::Tensor<T>& dy);
   const layers::Tensor<T>& backward(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer);
+  // The same parameter gradients without the gradient w.r.t. the input, which training
+  // never reads: the layers on the input skip theirs (Layer::backward_parameters; a ResNet
+  // stem's backward-data call and exchange) and gradient(0) is left unspecified.
+  void backward_parameters(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer = {});
 
   // Activation i (0: the input, size(): the output) and its gradient array: buffers that
   // may be shared with other arrays' (see "Memory" above for when each is valid). The
@@ -175,6 +180,8 @@ class Graph {
   void plan_sharing();  // which buffer holds each activation, gradient and scratch sum
   void allocate();
   void place();
+  void run_backward(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer,
+                    bool input_gradient);
   const ProcessGrid& layout_grid(const GridDims& dims, const ProcessGrid& from);
 
   Passes passes_;

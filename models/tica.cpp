@@ -136,7 +136,9 @@ TicaTerms TicaObjectiveOf<T>::run(const std::vector<std::size_t>& chosen, bool b
       tica::add_scaled(model_.gradient(i).owned(), s->dh.owned(), 1.0f);
       continue;
     }
-    model_.layer(i).backward(model_.gradient(i + 1), model_.gradient(i));
+    // Nothing reads the gradient below the lowest layer trained: it adds its weights' alone.
+    if (i == lowest) model_.layer(i).backward_parameters(model_.gradient(i + 1), model_.gradient(i));
+    else model_.layer(i).backward(model_.gradient(i + 1), model_.gradient(i));
     // Joint: the stage input is also the reconstruction's target, d/dx ||x_hat - x||^2.
     if (Stage* s = stage_with(i, &Stage::encoder); s && i > 0)
       tica::add_scaled(model_.gradient(i).owned(), s->d_x_hat.owned(), -1.0f);

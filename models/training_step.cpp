@@ -23,11 +23,11 @@ template <class T>
 void TrainingStepOf<T>::backward() {
   for (layers::Parameter<T>* p : parameters_) p->zero_grad();
   if (overlap_) {
-    model_.backward(model_.output_gradient(), [this](std::size_t i) {
+    model_.backward_parameters(model_.output_gradient(), [this](std::size_t i) {
       for (layers::Parameter<T>* p : layer_parameters_[i]) buckets_.ready(p);
     });
   } else {
-    model_.backward(model_.output_gradient());
+    model_.backward_parameters(model_.output_gradient());
     fence_all_checked();
   }
 }

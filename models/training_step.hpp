@@ -34,7 +34,8 @@ class TrainingStepOf {
   TrainingStepOf(const TrainingStepOf&) = delete;
   TrainingStepOf& operator=(const TrainingStepOf&) = delete;
 
-  // Zeroes the gradients and runs backward from model.output_gradient(); with overlap,
+  // Zeroes the gradients and runs backward from model.output_gradient() — the parameters'
+  // gradients only (Graph::backward_parameters: nothing reads the input's); with overlap,
   // each layer's gradients start their reduction as soon as the layer is done. Without,
   // it waits for the device, so that reduce() times the reduction alone.
   void backward();

@@ -6,7 +6,8 @@
 // the graph (forward) whose gradients are central finite differences in double: the
 // engine's backward of the graph checked against finite differences. Then: the union of
 // halos and the summed gradient of a tensor with two readers, and the gradient buckets'
-// after-layer hook on a graph. Last, buffers shared by liveness: the plan itself, the
+// after-layer hook on a graph; training's backward without the input gradient (the same
+// parameter gradients, the input's gradient left unwritten). Last, buffers shared by liveness: the plan itself, the
 // planned bytes of a chain and of the presets, and forward-only models on every grid.
 #include <gtest/gtest.h>
 
@@ -358,6 +359,57 @@ TEST(GraphBackward, AfterLayerHookRunsOncePerNodeInReverseOrder) {
   for (std::size_t i = 0; i < want.size(); ++i) want[i] = want.size() - 1 - i;
   EXPECT_EQ(seen, want);
 }
+
+// Training's backward (Graph::backward_parameters) leaves out the input's gradient: on
+// every grid it adds the same parameter gradients as backward, for an input read by each
+// layer that skips its input gradient (conv, two convs at once, linear, local, deconv), by
+// a layer that computes it anyway (batch norm), and by a concat of other tensors too (whose
+// backward runs in full). Where the skipping layers are the input's only readers, the
+// input's gradient array keeps the sentinel it held: no backward-data call wrote it.
+void expect_parameters_only_matches_backward(const std::string& spec, const Shape4& shape, bool input_untouched) {
+  constexpr float kSentinel = 1234.5f;
+  const HostArray<float> x = random_array(shape, 31);
+  for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+    if (dims[0] > 2) continue;
+    SCOPED_TRACE(spec + " on grid " + format_grid(dims));
+    const ProcessGrid grid(MPI_COMM_WORLD, dims);
+    Sequential<float> full(spec, shape, grid, 7), only(spec, shape, grid, 7);
+    for (Sequential<float>* m : {&full, &only}) {
+      scatter(x, m->input());
+      const layers::Tensor<float>& y = m->forward(m->input());
+      scatter(random_array(y.distribution().global_shape(), 11), m->output_gradient());
+      m->zero_grad();
+    }
+    full.backward(full.output_gradient());
+    only.gradient(0).fill_window(kSentinel);
+    only.backward_parameters(only.output_gradient());
+    const std::vector<layers::Parameter<float>*> want = full.parameters(), got = only.parameters();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_LE(relative_error(host_vector(got[i]->grad), host_vector(want[i]->grad)), 1e-6) << "parameter " << i;
+    if (!input_untouched) continue;
+    const Vec dx = gathered(only.gradient(0));
+    EXPECT_TRUE(std::all_of(dx.begin(), dx.end(), [](double v) { return v == kSentinel; }) ||
+                tessera::testing::world_rank() != 0)
+        << "the input's gradient was written";
+  }
+}
+
+TEST(GraphBackwardParameters, ConvOnTheInput) {
+  expect_parameters_only_matches_backward("conv(out=4,k=3,pad=1), relu, conv(out=4,k=3,pad=1)", {2, 3, 13, 11}, true);
+}
+TEST(GraphBackwardParameters, TwoConvsOnTheInput) { expect_parameters_only_matches_backward(kTwoWindows, {2, 2, 13, 12}, true); }
+TEST(GraphBackwardParameters, LinearOnTheInput) { expect_parameters_only_matches_backward("linear(out=3)", {2, 2, 6, 5}, true); }
+TEST(GraphBackwardParameters, LocalOnTheInput) {
+  expect_parameters_only_matches_backward("local(out=3,k=3), relu, conv(out=2,k=1)", {2, 2, 9, 8}, true);
+}
+TEST(GraphBackwardParameters, DeconvOnTheInput) {
+  expect_parameters_only_matches_backward("deconv(out=3,k=2,stride=2), relu, conv(out=2,k=3,pad=1)", {2, 2, 5, 6}, true);
+}
+TEST(GraphBackwardParameters, BatchNormOnTheInputComputesItAnyway) {
+  expect_parameters_only_matches_backward("batchnorm, conv(out=3,k=3,pad=1)", {2, 2, 8, 8}, false);
+}
+TEST(GraphBackwardParameters, InputAlsoReadByAConcat) { expect_parameters_only_matches_backward(kJoins, {2, 2, 11, 10}, false); }
 
 // ---- Buffers shared by liveness ---------------------------------------------------------
 
