@@ -35,6 +35,7 @@ struct TensorSlot {
   Dims extent;
   layers::Sharing sharing = layers::Sharing::replicated;
   layers::Parameter<float>::View values;
+  bool non_negative = false;  // a variance or a second moment: loading refuses a negative value
 };
 
 // One int64 scalar, the same on every rank, stored as a dataset of shape (1,).

@@ -31,8 +31,10 @@ void add_optimizer(CheckpointContent& content, const Named<T>& params, layers::O
   for (std::size_t k = 0; k < optimizer.params().size(); ++k) {
     const layers::Parameter<T>& p = *optimizer.params()[k];
     const std::string& path = path_of(params, &p, k);
-    for (const auto& buffer : state[k].buffers)
+    for (const auto& buffer : state[k].buffers) {
       content.tensors.push_back(slot_of(layout::optimizer_state(path, p.name, buffer.name), p, buffer.view));
+      content.tensors.back().non_negative = buffer.non_negative;
+    }
     content.counters.push_back({layout::optimizer_state(path, p.name, "step"), &state[k].step});
   }
   content.meta.optimizer = optimizer.kind();

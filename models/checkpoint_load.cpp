@@ -1,7 +1,9 @@
 // load_checkpoint: validate everything the load will touch, on every rank alike, before
 // reading any value; then each rank reads the block its slots name.
+#include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "distarray/finite_check.hpp"
@@ -98,13 +100,35 @@ std::string optimizer_problem(const std::string& path, const std::string& stored
 }
 
 // Reads this rank's block of a slot; refuses (throws) a NaN or infinite value in it, found
-// in the host copy the read has just filled.
+// in the host copy the read has just filled, and a negative variance or second moment
+// (it would turn into a NaN at the first normalisation or update).
 void read_tensor(const Hdf5File& file, const TensorSlot& slot) {
   const auto host = Kokkos::create_mirror_view(slot.values);
   file.read_block<float>(slot.dataset, slot.offset, slot.extent, host.data());
+  const std::string source = "checkpoint " + quoted(file.path());
   if (const auto found = find_non_finite(host.data(), slot.offset, slot.extent))
-    throw std::runtime_error(non_finite_message("checkpoint " + quoted(file.path()), slot.dataset, *found));
+    throw std::runtime_error(non_finite_message(source, slot.dataset, *found));
+  if (slot.non_negative) {
+    const float* const begin = host.data();
+    const float* const end = begin + host.extent(0);
+    const float* const negative = std::find_if(begin, end, [](float v) { return v < 0; });
+    if (negative != end) {
+      std::ostringstream where;
+      where << source << ": " << slot.dataset << '[';
+      const Dims index = block_element_index(static_cast<std::size_t>(negative - begin), slot.offset, slot.extent);
+      for (std::size_t d = 0; d < index.size(); ++d) where << (d ? "," : "") << index[d];
+      where << "] is " << *negative << " (a variance or second moment cannot be negative)";
+      throw std::runtime_error(where.str());
+    }
+  }
   Kokkos::deep_copy(slot.values, host);
+}
+
+// A count of steps or updates below zero: the file was not written by a run.
+std::string count_problem(const std::string& path, const std::string& dataset, std::int64_t value) {
+  if (value >= 0) return "";
+  return "checkpoint " + quoted(path) + ": " + dataset + " is " + std::to_string(value) +
+         " (a count of steps cannot be negative)";
 }
 
 bool in_scope(const TensorSlot& slot, LoadScope scope) {
@@ -129,6 +153,7 @@ CheckpointMeta load_checkpoint(const std::string& path, const ProcessGrid& grid,
   CheckpointMeta meta;
   record_failure(error, [&] { meta = read_meta(*file); });
   throw_if_any(comm, error);
+  throw_if_any(comm, scope == LoadScope::everything ? count_problem(path, layout::step, meta.step) : "");
 
   std::string problem;
   if (scope == LoadScope::everything) problem = optimizer_problem(path, meta.optimizer, content.meta.optimizer);
@@ -142,7 +167,11 @@ CheckpointMeta load_checkpoint(const std::string& path, const ProcessGrid& grid,
     if (in_scope(slot, scope)) record_failure(error, [&] { read_tensor(*file, slot); });
   if (scope == LoadScope::everything)
     for (const CounterSlot& counter : content.counters)
-      record_failure(error, [&] { *counter.value = read_int64(*file, counter.dataset); });
+      record_failure(error, [&] {
+        *counter.value = read_int64(*file, counter.dataset);
+        if (auto problem = count_problem(path, counter.dataset, *counter.value); !problem.empty())
+          throw std::runtime_error(problem);
+      });
   throw_if_any(comm, error);
   return meta;
 }

@@ -40,7 +40,8 @@ void ModelBuffers::add_to(CheckpointContent& content) {
     copy_in(e.running_var(), e.var);
     const auto c = static_cast<std::int64_t>(e.mean.extent(0));
     content.tensors.push_back({layout::param(e.path, "running_mean"), {c}, {0}, {c}, layers::Sharing::replicated, e.mean});
-    content.tensors.push_back({layout::param(e.path, "running_var"), {c}, {0}, {c}, layers::Sharing::replicated, e.var});
+    content.tensors.push_back({layout::param(e.path, "running_var"), {c}, {0}, {c}, layers::Sharing::replicated, e.var,
+                               /*non_negative=*/true});
   }
 }
 

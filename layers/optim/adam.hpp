@@ -81,7 +81,7 @@ class Adam : public Optimizer<T> {
  public:
   Adam(std::vector<Parameter<T>*> params, AdamOptions options = {})
       : Optimizer<T>(options.decoupled_weight_decay ? "adamw" : "adam", std::move(params), options.lr,
-                     {"exp_avg", "exp_avg_sq"}),
+                     {"exp_avg", "exp_avg_sq"}, {"exp_avg_sq"}),
         options_(options) {
     const char* kind = options.decoupled_weight_decay ? "adamw" : "adam";
     require_option(options.beta1 >= 0 && options.beta1 < 1, kind, "beta1 must lie in [0, 1)");

@@ -9,6 +9,7 @@
 // exactly as it writes the value.
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -31,6 +32,7 @@ class Optimizer {
   struct NamedBuffer {
     std::string name;  // PyTorch's state key: "momentum_buffer", "exp_avg", "exp_avg_sq"
     View view;
+    bool non_negative = false;  // a second moment: a checkpoint holding a negative one is corrupt
   };
   // The state of one parameter: state()[i] belongs to params()[i].
   struct State {
@@ -85,9 +87,10 @@ class Optimizer {
   const std::vector<std::string>& buffer_names() const { return buffer_names_; }
 
  protected:
-  // Allocates, zero-filled, one buffer per name for every parameter.
+  // Allocates, zero-filled, one buffer per name for every parameter; those named in
+  // `non_negative` hold values that can never be negative (Adam's exp_avg_sq).
   Optimizer(std::string kind, std::vector<Parameter<T>*> params, LrSchedule schedule,
-            const std::vector<std::string>& buffer_names)
+            const std::vector<std::string>& buffer_names, const std::vector<std::string>& non_negative = {})
       : kind_(std::move(kind)), params_(std::move(params)), schedule_(std::move(schedule)), buffer_names_(buffer_names) {
     state_.reserve(params_.size());
     for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -98,7 +101,8 @@ class Optimizer {
                                     ") has value, grad and extent of different sizes");
       State s;
       for (const std::string& name : buffer_names)
-        s.buffers.push_back({name, View(p->name + "." + name, p->value.extent(0))});
+        s.buffers.push_back({name, View(p->name + "." + name, p->value.extent(0)),
+                             std::find(non_negative.begin(), non_negative.end(), name) != non_negative.end()});
       state_.push_back(std::move(s));
     }
   }

@@ -192,5 +192,50 @@ TEST_F(CheckpointErrors, WrongFormatTypeOrOptimizerIsRefused) {
                             {"holds 'sgd' state", "'adam'"}));
 }
 
+// Values no run writes: a negative step count (the file's or an optimizer's) and a negative
+// variance or second moment, which would become NaN at the first update. Each is one line
+// naming the dataset (and the element).
+TEST_F(CheckpointErrors, NegativeCountsAndSecondMomentsAreRefused) {
+  layers::Parameter<float> weight("weight", {8, 3, 3, 3}, "conv0"), b("bias", {8}, "conv0");
+  layers::Adam<float> adam({&weight, &b});
+  const auto content = [&] { return checkpoint_content({{"0", &weight}, {"0", &b}}, &adam); };
+  const auto set_first = [](const auto& view, float value) {
+    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
+    host(0) = value;
+    Kokkos::deep_copy(view, host);
+  };
+
+  ASSERT_EQ(adam.state()[1].buffers[1].name, "exp_avg_sq");
+  set_first(adam.state()[1].buffers[1].view, -0.5f);
+  save_checkpoint(path, grid, content());
+  EXPECT_TRUE(is_error_with(error_of([&] { load_checkpoint(path, grid, content()); }),
+                            {"/optimizer/0/bias/exp_avg_sq[0] is -0.5", "cannot be negative"}));
+  set_first(adam.state()[1].buffers[1].view, 0.5f);
+  set_first(adam.state()[1].buffers[0].view, -0.5f);  // a first moment may be negative
+  save_checkpoint(path, grid, content());
+  EXPECT_NO_THROW(load_checkpoint(path, grid, content()));
+
+  adam.state()[0].step = -3;
+  save_checkpoint(path, grid, content());
+  EXPECT_TRUE(is_error_with(error_of([&] { load_checkpoint(path, grid, content()); }),
+                            {"/optimizer/0/weight/step is -3", "cannot be negative"}));
+  adam.state()[0].step = 2;
+  CheckpointContent at_negative_step = content();
+  at_negative_step.meta.step = -5;
+  save_checkpoint(path, grid, at_negative_step);
+  EXPECT_TRUE(is_error_with(error_of([&] { load_checkpoint(path, grid, content()); }),
+                            {"checkpoint '" + path + "': /meta/step is -5"}));
+
+  // A slot flagged as a variance (batch norm's running_var, models/model_buffers.cpp).
+  CheckpointContent variance;
+  variance.tensors = {testing::replicated_slot("/params/1/running_var", {4})};
+  variance.tensors[0].non_negative = true;
+  testing::fill_constant(variance.tensors[0], 1.0f);
+  set_first(variance.tensors[0].values, -2.0f);
+  save_checkpoint(path, grid, variance);
+  EXPECT_TRUE(is_error_with(error_of([&] { load_checkpoint(path, grid, variance, LoadScope::weights_only); }),
+                            {"/params/1/running_var[0] is -2"}));
+}
+
 }  // namespace
 }  // namespace tessera::models
