@@ -42,6 +42,20 @@ TEST(PerfModel, FactorizationsAreEveryGridOfTheRankCount) {
   EXPECT_EQ(grids.size(), 18u);  // ordered triples with product 12
   for (const GridDims& g : grids) EXPECT_EQ(g[0] * g[1] * g[2], 12);
   EXPECT_EQ(factorizations(1), (std::vector<GridDims>{{1, 1, 1}}));
+  // Against every (pn, ph) pair, in order, for the counts a test can afford.
+  for (int ranks = 1; ranks <= 360; ++ranks) {
+    std::vector<GridDims> all;
+    for (int pn = 1; pn <= ranks; ++pn)
+      for (int ph = 1; pn * ph <= ranks; ++ph)
+        if (ranks % (pn * ph) == 0) all.push_back({pn, ph, ranks / (pn * ph)});
+    EXPECT_EQ(factorizations(ranks), all) << ranks << " ranks";
+  }
+  // A billion ranks at once, not after minutes: 2^9 * 5^9 splits into three ordered factors
+  // in 55 ways for each prime, 3,025 grids.
+  const std::vector<GridDims> billion = factorizations(1000000000);
+  EXPECT_EQ(billion.size(), 3025u);
+  EXPECT_EQ(billion.front(), (GridDims{1, 1, 1000000000}));
+  EXPECT_EQ(billion.back(), (GridDims{1000000000, 1, 1}));
 }
 
 TEST(PerfModel, ChosenGridIsValid) {
