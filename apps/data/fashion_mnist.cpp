@@ -72,12 +72,14 @@ void convert_fashion_mnist(const FashionMnistOptions& options, std::ostream& log
     outputs.push_back(std::make_unique<AtomicOutput>(
         (fs::path(options.out_dir) / ("fashion-mnist-" + std::string(split.name) + ".h5")).string()));
 
-  for (std::size_t s = 0; s < std::size(kSplits); ++s) {
-    const DataSet set = read_split(options.source, kSplits[s], options.limit);
-    write_data_file(set, *outputs[s]);
-    log << "tessera-data: " << outputs[s]->path() << ": " << set.image_dims[0]
+  // Both splits are read (and checked) before either is written or reported, so a corrupt
+  // test split reports no train file that is then never put in place.
+  std::vector<DataSet> sets;
+  for (const Split& split : kSplits) sets.push_back(read_split(options.source, split, options.limit));
+  for (std::size_t s = 0; s < sets.size(); ++s) write_data_file(sets[s], *outputs[s]);
+  for (std::size_t s = 0; s < sets.size(); ++s)
+    log << "tessera-data: " << outputs[s]->path() << ": " << sets[s].image_dims[0]
         << " images (1x28x28 uint8), labels, classes\n";
-  }
   for (auto& out : outputs) out->commit();
 }
 

@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -80,17 +82,29 @@ IdxArray read_idx_ubyte(const std::string& path, int rank, std::int64_t max_item
     std::uint8_t size_bytes[4];
     if (file.read(size_bytes, 4) != 4) throw std::runtime_error("'" + path + "' is truncated inside its header");
     array.dims.push_back(big_endian32(size_bytes));
+    if (d > 0 && array.dims.back() == 0)
+      throw std::runtime_error("'" + path + "' is corrupt: its header gives dimension " + std::to_string(d) +
+                               " a size of 0");
     if (d > 0) item_size *= array.dims.back();
   }
   const std::int64_t in_file = array.items_in_file = array.dims[0];
   const std::int64_t items = max_items >= 0 ? std::min(max_items, in_file) : in_file;
   array.dims[0] = items;
-  array.bytes.resize(static_cast<std::size_t>(items * item_size));
-  const std::size_t got = file.read(array.bytes.data(), array.bytes.size());
-  if (got != array.bytes.size())
-    throw std::runtime_error("'" + path + "' is truncated: its header promises " + std::to_string(in_file) +
-                             " items of " + std::to_string(item_size) + " bytes, but the data ends after " +
-                             std::to_string(got) + " bytes");
+  // Read in chunks, growing the array as data arrives: a corrupt header that promises
+  // terabytes fails as truncated after the data there is, not as an allocation failure.
+  constexpr std::int64_t kChunk = std::int64_t{64} << 20;
+  const std::int64_t want = items * item_size;
+  std::int64_t got = 0;
+  while (got < want) {
+    const std::int64_t chunk = std::min(kChunk, want - got);
+    array.bytes.resize(static_cast<std::size_t>(got + chunk));
+    const auto read = static_cast<std::int64_t>(file.read(array.bytes.data() + got, static_cast<std::size_t>(chunk)));
+    got += read;
+    if (read != chunk)
+      throw std::runtime_error("'" + path + "' is truncated: its header promises " + std::to_string(in_file) +
+                               " items of " + std::to_string(item_size) + " bytes, but the data ends after " +
+                               std::to_string(got) + " bytes");
+  }
   if (max_items < 0) {
     std::uint8_t extra;
     if (file.read(&extra, 1) != 0)

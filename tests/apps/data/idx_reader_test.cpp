@@ -1,6 +1,7 @@
 // The IDX reader on small IDX files written here: it returns the header's dimensions and
 // the bytes unchanged (gzip'd or plain), honours a limit, and turns every kind of broken
-// file (wrong magic, short header, short data, extra data, damaged gzip) into an error
+// file (wrong magic, short header, short data, extra data, damaged gzip, a header that
+// promises terabytes or a zero-sized dimension) into an error
 // that names the file.
 #include <gtest/gtest.h>
 
@@ -77,6 +78,18 @@ TEST_F(IdxReader, TruncatedDataIsAnError) {
   expect_error([&] { read_idx_ubyte(path("header.gz"), 3); }, "header.gz", "truncated inside its header");
   samples::write_gz(path("empty.gz"), {});
   expect_error([&] { read_idx_ubyte(path("empty.gz"), 1); }, "empty.gz", "no IDX header");
+}
+
+// A corrupt header: a count of 0x7fffffff 28x28 images (1.6 TB) fails as truncated once
+// the data there is runs out, not as an allocation failure; a zero-sized item dimension
+// is named as such (it used to read as "bytes after the items").
+TEST_F(IdxReader, ImpossibleHeadersAreNamed) {
+  Bytes huge = samples::idx_file(0x00000803, {5, 28, 28}, samples::noise(5 * 28 * 28, 3));
+  huge[4] = 0x7f, huge[5] = huge[6] = huge[7] = 0xff;
+  samples::write_gz(path("huge.gz"), huge);
+  expect_error([&] { read_idx_ubyte(path("huge.gz"), 3); }, "huge.gz", "promises 2147483647 items of 784 bytes");
+  samples::write_gz(path("rows0.gz"), samples::idx_file(0x00000803, {5, 0, 4}, {1, 2, 3}));
+  expect_error([&] { read_idx_ubyte(path("rows0.gz"), 3); }, "rows0.gz", "gives dimension 1 a size of 0");
 }
 
 TEST_F(IdxReader, TrailingBytesAreAnErrorUnlessLimited) {

@@ -4,6 +4,8 @@
 //   grey.jpg          30x70 greyscale JPEG
 //   truncated.png     the first half of a valid PNG
 //   not-an-image.png  text
+//   fmnist-bad-test/  Fashion-MNIST's four IDX files: a valid train split of 3 images, a
+//                     test split whose second label (12) is no class
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -29,6 +31,12 @@ int main(int argc, char** argv) {
     png.resize(png.size() / 2);
     samples::write_plain(dir + "/truncated.png", png);
     samples::write_plain(dir + "/not-an-image.png", {'t', 'e', 'x', 't', '\n'});
+    const std::string split = dir + "/fmnist-bad-test";
+    std::filesystem::create_directories(split);
+    samples::write_gz(split + "/train-images-idx3-ubyte.gz", samples::idx_file(0x803, {3, 28, 28}, samples::noise(3 * 784, 1)));
+    samples::write_gz(split + "/train-labels-idx1-ubyte.gz", samples::idx_file(0x801, {3}, {1, 2, 3}));
+    samples::write_gz(split + "/t10k-images-idx3-ubyte.gz", samples::idx_file(0x803, {2, 28, 28}, samples::noise(2 * 784, 2)));
+    samples::write_gz(split + "/t10k-labels-idx1-ubyte.gz", samples::idx_file(0x801, {2}, {4, 12}));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "data_make_samples: %s\n", e.what());
