@@ -24,6 +24,7 @@
 #include "models/memory_plan.hpp"
 #include "models/metrics_log.hpp"
 #include "models/model_buffers.hpp"
+#include "models/path_clash.hpp"
 #include "models/peer_probe.hpp"
 #include "models/prediction_file.hpp"
 #include "models/presets.hpp"
@@ -75,6 +76,8 @@ void check_options(const TrainerOptions& o) {
   require(o.tica_mode == "greedy" || o.tica_mode == "joint",
           "--tica-mode must be greedy or joint, got '" + o.tica_mode + "'");
   require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
+  const std::string clash = path_clash(input_files(o), output_files(o), kOutputsOverInputs);
+  require(clash.empty(), clash);
 }
 
 // --grid auto: the performance model (models/auto_grid.hpp, docs/performance.md) predicts
@@ -573,6 +576,14 @@ TrainingSummary run(const TrainerOptions& options, MPI_Comm comm, const Line& on
 }
 
 }  // namespace
+
+std::vector<NamedPath> input_files(const TrainerOptions& o) {
+  return {{"--data", o.data}, {"--val-data", o.val_data}, {"--resume", o.resume}, {"--init-from", o.init_from}};
+}
+
+std::vector<NamedPath> output_files(const TrainerOptions& o) {
+  return {{"--save", o.save}, {"--metrics", o.metrics}, {"--predict-out", o.predict_out}};
+}
 
 TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& on_rank0_line) {
   check_options(options);

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "data/png_writer.hpp"
 #include "distarray/hdf5_file.hpp"
@@ -141,6 +142,12 @@ bool parse(int argc, char** argv, AppOptions& a, const po::options_description& 
   if (!a.memory_limit.empty()) a.train.memory_limit = parse_byte_size(a.memory_limit, "--memory-limit");
   if (!a.filters_png.empty() && a.train.save.empty())
     throw std::invalid_argument("--filters-png draws from the saved checkpoint: give --save too");
+  if (!a.filters_png.empty()) {
+    std::vector<models::NamedPath> outputs = models::output_files(a.train);
+    outputs.push_back({"--filters-png", a.filters_png});
+    const std::string clash = models::path_clash(models::input_files(a.train), outputs, models::kOutputsOverInputs);
+    if (!clash.empty()) throw std::invalid_argument(clash);
+  }
   return true;
 }
 
