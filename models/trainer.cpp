@@ -13,6 +13,8 @@
 
 #include "distarray/node_memory.hpp"
 #include "distarray/process_grid.hpp"
+#include "halo/exchange.hpp"
+#include "halo/transport_factory.hpp"
 #include "halo/wait_clock.hpp"
 #include "layers/backend_info.hpp"
 #include "layers/wide_staging.hpp"
@@ -76,6 +78,9 @@ void check_options(const TrainerOptions& o) {
   require(o.tica_mode == "greedy" || o.tica_mode == "joint",
           "--tica-mode must be greedy or joint, got '" + o.tica_mode + "'");
   require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
+  // "auto" is resolved collectively at the first exchange; any other name can be checked now.
+  if (o.halo.transport != "auto")
+    halo::resolve_transport(o.halo.transport, MPI_COMM_NULL, halo::buffer_place_of<layers::Tensor<float>::memory_space>());
   const std::string clash = path_clash(input_files(o), output_files(o), kOutputsOverInputs);
   require(clash.empty(), clash);
 }
@@ -167,12 +172,12 @@ class Run {
     const std::int64_t total =
         o_.steps > 0 ? o_.steps : std::max<std::int64_t>(o_.epochs, 1) * order.batches_per_epoch();
     total_ = total;
-    if (rank0_) say_(header(order, total));
-
     std::string open_error;
     std::optional<MetricsLog> metrics;
     record_failure(open_error, [&] { metrics.emplace(o_.metrics, rank0_, !o_.resume.empty()); });
     throw_if_any(grid_.comm(), open_error);
+    if (rank0_) say_(header(order, total));
+
     ProgressLine progress(o_.progress && rank0_, total);
     std::optional<PeerProbe> peers;  // outlives the watchdog, whose thread may ask it
     std::optional<Watchdog> watchdog;
@@ -194,7 +199,12 @@ class Run {
       summary.steps = s;
       summary.last_loss = m.loss;
       if (watchdog) watchdog->step_done(m.seconds);
-      if (metrics) metrics->step(m);
+      if (s == summary.first_step + 1) {  // opened only now: a run that fails earlier leaves the file as it was
+        std::string error;
+        record_failure(error, [&] { metrics->open(); });
+        throw_if_any(grid_.comm(), error);
+      }
+      metrics->step(m);
       progress.update(m, busy / static_cast<double>(s - summary.first_step));
       if (o_.checkpoint_every > 0 && s % o_.checkpoint_every == 0 && s != total) {
         beat(s, "writing a checkpoint");
