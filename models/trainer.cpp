@@ -67,6 +67,12 @@ void check_options(const TrainerOptions& o) {
   require(o.predict_out.empty() || o.objective != "tica", "--predict-out writes a model's answers; not with --objective tica");
   require(o.resume.empty() || o.init_from.empty(),
           "--resume continues a run, --init-from starts a new one from saved weights: give one of them");
+  // NaN compares false with everything, so it would pass the checks below (and say
+  // "negative" where it fails one): every floating-point option is checked finite first.
+  for (const auto& [option, value] : {std::pair{"--lr", o.optimizer.lr}, std::pair{"--momentum", o.optimizer.momentum},
+                                      std::pair{"--weight-decay", o.optimizer.weight_decay}, std::pair{"--noise", o.noise},
+                                      std::pair{"--tica-lambda", o.tica_lambda}, std::pair{"--watchdog", o.watchdog.floor}})
+    require(std::isfinite(value), std::string(option) + " must be a finite number, got " + std::to_string(value));
   require(o.lr_base_batch >= 0, "--lr-base-batch must not be negative");
   require(o.optimizer.lr >= 0, "--lr must not be negative");
   require(o.noise >= 0, "--noise must not be negative");
@@ -454,7 +460,12 @@ class Run {
     CheckpointContent content = checkpoint_content(named_parameters(), optimizer_.get(), meta);
     ModelBuffers buffers(model_);
     buffers.add_to(content);
-    save_checkpoint(path, grid_, content);
+    try {
+      save_checkpoint(path, grid_, content);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string(e.what()) + "; the weights after step " + std::to_string(step) +
+                               " were not saved; " + last_good());
+    }
     last_saved_ = {path, step};
   }
 
@@ -520,10 +531,14 @@ class Run {
   std::string non_finite(double loss, std::int64_t step) const {
     std::string text = std::string("loss is ") + (std::isnan(loss) ? "nan" : "inf") + " at step " +
                        std::to_string(step) + "; stopped before updating the weights; ";
+    return text + last_good();
+  }
+
+  // Only a save that passed every check (finite values included) sets last_saved_.
+  std::string last_good() const {
     if (last_saved_.second >= 0)
-      return text + "the last good checkpoint is '" + last_saved_.first + "' (step " +
-             std::to_string(last_saved_.second) + ")";
-    return text + (o_.save.empty() ? "no checkpoint was asked for (--save)" : "no checkpoint was written yet");
+      return "the last good checkpoint is '" + last_saved_.first + "' (step " + std::to_string(last_saved_.second) + ")";
+    return o_.save.empty() ? "no checkpoint was asked for (--save)" : "no checkpoint was written yet";
   }
 
   std::string header(const SampleOrder& order, std::int64_t total) {
