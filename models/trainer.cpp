@@ -48,6 +48,22 @@ std::string shape_text(const Shape4& s) {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// Steps are counted (and turned into epochs and rates) exactly in int64 and double; a
+// count past 2^53 is no run anyone waits for, only a typo or an overflow.
+constexpr std::int64_t kMaxSteps = std::int64_t{1} << 53;
+
+// --steps, or --epochs (one when neither is given) times the steps per epoch, refused
+// rather than wrapped when the product passes kMaxSteps.
+std::int64_t total_steps(const TrainerOptions& o, std::int64_t per_epoch) {
+  if (o.steps > 0) return o.steps;
+  const std::int64_t epochs = std::max<std::int64_t>(o.epochs, 1);
+  std::int64_t total = 0;
+  if (__builtin_mul_overflow(epochs, per_epoch, &total) || total > kMaxSteps)
+    throw std::invalid_argument("--epochs " + std::to_string(epochs) + " x " + std::to_string(per_epoch) +
+                                " steps per epoch is more than " + std::to_string(kMaxSteps) + " steps (2^53)");
+  return total;
+}
+
 // Every check that needs no file and no other rank: a bad command line fails before any work.
 void check_options(const TrainerOptions& o) {
   auto require = [](bool ok, const std::string& what) {
@@ -59,6 +75,8 @@ void check_options(const TrainerOptions& o) {
   require(o.batch >= 1, "--batch must be at least 1, got " + std::to_string(o.batch));
   require(o.steps >= 0 && o.epochs >= 0, "--steps and --epochs must not be negative");
   require(o.steps == 0 || o.epochs == 0, "give --steps or --epochs, not both");
+  require(o.steps <= kMaxSteps, "--steps must be at most " + std::to_string(kMaxSteps) + " (2^53), got " +
+                                    std::to_string(o.steps));
   require(o.checkpoint_every >= 0, "--checkpoint-every must not be negative");
   require(o.checkpoint_every == 0 || !o.save.empty(), "--checkpoint-every needs --save (where to write)");
   require(o.eval_every >= 0, "--eval-every must not be negative");
@@ -175,8 +193,7 @@ class Run {
     summary.parameters = model_.parameter_count();
     restore(summary);
     SampleOrder order(data_.samples(), o_.batch, seed_);
-    const std::int64_t total =
-        o_.steps > 0 ? o_.steps : std::max<std::int64_t>(o_.epochs, 1) * order.batches_per_epoch();
+    const std::int64_t total = total_steps(o_, order.batches_per_epoch());
     total_ = total;
     std::string open_error;
     std::optional<MetricsLog> metrics;
