@@ -194,6 +194,11 @@ class Run {
     restore(summary);
     SampleOrder order(data_.samples(), o_.batch, seed_);
     const std::int64_t total = total_steps(o_, order.batches_per_epoch());
+    if (!o_.resume.empty() && total <= summary.first_step)
+      throw std::invalid_argument("checkpoint '" + o_.resume + "' is already at step " +
+                                  std::to_string(summary.first_step) + " and this run ends at step " +
+                                  std::to_string(total) + ": nothing to train (--steps counts the steps already taken)");
+    if (rank0_ && !o_.resume.empty()) say_("resumed from " + o_.resume + " at step " + std::to_string(summary.first_step));
     total_ = total;
     std::string open_error;
     std::optional<MetricsLog> metrics;
@@ -463,7 +468,6 @@ class Run {
     summary.first_step = meta.step;
     seed_ = static_cast<std::uint64_t>(meta.seed);  // the sample order of the run being continued
     last_saved_ = {o_.resume, meta.step};
-    if (rank0_) say_("resumed from " + o_.resume + " at step " + std::to_string(meta.step));
   }
 
   void save(const std::string& path, std::int64_t step) {
