@@ -180,7 +180,7 @@ class Run {
     if (!o.predict_out.empty()) {
       if (o.noise == 0 && data_.supervision() != Supervision::targets)
         throw std::invalid_argument("--predict-out writes image-shaped answers: it needs --noise or data with /targets");
-      check_writable(o.predict_out, grid_.comm());
+      check_writable(o.predict_out, grid_.comm(), "--predict-out file");
     }
     model_.set_halo_config(o.halo);
     if (tica_) tica_->set_halo_config(o.halo);
