@@ -87,9 +87,10 @@ void check_options(const TrainerOptions& o) {
           "--resume continues a run, --init-from starts a new one from saved weights: give one of them");
   // NaN compares false with everything, so it would pass the checks below (and say
   // "negative" where it fails one): every floating-point option is checked finite first.
-  for (const auto& [option, value] : {std::pair{"--lr", o.optimizer.lr}, std::pair{"--momentum", o.optimizer.momentum},
-                                      std::pair{"--weight-decay", o.optimizer.weight_decay}, std::pair{"--noise", o.noise},
-                                      std::pair{"--tica-lambda", o.tica_lambda}, std::pair{"--watchdog", o.watchdog.floor}})
+  const std::pair<const char*, double> floating[] = {
+      {"--lr", o.optimizer.lr},   {"--momentum", o.optimizer.momentum}, {"--weight-decay", o.optimizer.weight_decay},
+      {"--noise", o.noise},       {"--tica-lambda", o.tica_lambda},     {"--watchdog", o.watchdog.floor}};
+  for (const auto& [option, value] : floating)
     require(std::isfinite(value), std::string(option) + " must be a finite number, got " + std::to_string(value));
   require(o.lr_base_batch >= 0, "--lr-base-batch must not be negative");
   require(o.optimizer.lr >= 0, "--lr must not be negative");
@@ -104,7 +105,8 @@ void check_options(const TrainerOptions& o) {
   require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
   // "auto" is resolved collectively at the first exchange; any other name can be checked now.
   if (o.halo.transport != "auto")
-    halo::resolve_transport(o.halo.transport, MPI_COMM_NULL, halo::buffer_place_of<layers::Tensor<float>::memory_space>());
+    halo::resolve_transport(o.halo.transport, MPI_COMM_NULL,
+                            halo::buffer_place_of<layers::Tensor<float>::memory_space>());
   const std::string clash = path_clash(input_files(o), output_files(o), kOutputsOverInputs);
   require(clash.empty(), clash);
 }
@@ -197,8 +199,10 @@ class Run {
     if (!o_.resume.empty() && total <= summary.first_step)
       throw std::invalid_argument("checkpoint '" + o_.resume + "' is already at step " +
                                   std::to_string(summary.first_step) + " and this run ends at step " +
-                                  std::to_string(total) + ": nothing to train (--steps counts the steps already taken)");
-    if (rank0_ && !o_.resume.empty()) say_("resumed from " + o_.resume + " at step " + std::to_string(summary.first_step));
+                                  std::to_string(total) +
+                                  ": nothing to train (--steps counts the steps already taken)");
+    if (rank0_ && !o_.resume.empty())
+      say_("resumed from " + o_.resume + " at step " + std::to_string(summary.first_step));
     total_ = total;
     std::string open_error;
     std::optional<MetricsLog> metrics;
@@ -558,7 +562,8 @@ class Run {
   // Only a save that passed every check (finite values included) sets last_saved_.
   std::string last_good() const {
     if (last_saved_.second >= 0)
-      return "the last good checkpoint is '" + last_saved_.first + "' (step " + std::to_string(last_saved_.second) + ")";
+      return "the last good checkpoint is '" + last_saved_.first + "' (step " +
+             std::to_string(last_saved_.second) + ")";
     return o_.save.empty() ? "no checkpoint was asked for (--save)" : "no checkpoint was written yet";
   }
 

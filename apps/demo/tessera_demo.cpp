@@ -78,7 +78,8 @@ void check_memory(const Shape4& shape, const ProcessGrid& grid) {
   if (!over) return;
   const double whole = 4.0 * double(shape[0]) * double(shape[1]) * double(shape[2]) * double(shape[3]);
   throw std::invalid_argument("--shape " + std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" +
-                              std::to_string(shape[2]) + "x" + std::to_string(shape[3]) + " is too large: the image is " +
+                              std::to_string(shape[2]) + "x" + std::to_string(shape[3]) +
+                              " is too large: the image is " +
                               (whole < 9e18 ? format_bytes(std::int64_t(whole)) : std::string("over 8 EiB")) +
                               ", and rank 0 holds it four times besides its tiles: more than a rank may use here");
 }

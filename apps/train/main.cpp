@@ -121,7 +121,8 @@ bool parse(int argc, char** argv, AppOptions& a, const po::options_description& 
   po::variables_map vm;
   const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
   const std::vector<std::string> stray = po::collect_unrecognized(parsed.options, po::include_positional);
-  if (!stray.empty()) throw std::invalid_argument("unexpected argument '" + stray.front() + "': every option is --name value");
+  if (!stray.empty())
+    throw std::invalid_argument("unexpected argument '" + stray.front() + "': every option is --name value");
   po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
