@@ -23,8 +23,8 @@ bool is_root(MPI_Comm comm) {
 // Empty when a file can be created next to `path`. Creating one is the only test that
 // holds for every reason a directory can refuse (missing, not a directory, permissions,
 // read-only mount, quota), root included.
-std::string writability_problem(const std::string& path) {
-  const std::string prefix = "cannot write checkpoint '" + path + "': ";
+std::string writability_problem(const std::string& path, const std::string& what) {
+  const std::string prefix = "cannot write " + what + " '" + path + "': ";
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return prefix + "it is a directory";
   const std::string probe = path + ".probe-" + std::to_string(::getpid());
@@ -37,8 +37,8 @@ std::string writability_problem(const std::string& path) {
 
 }  // namespace
 
-void check_writable(const std::string& path, MPI_Comm comm) {
-  throw_if_any(comm, is_root(comm) ? writability_problem(path) : "");
+void check_writable(const std::string& path, MPI_Comm comm, const std::string& what) {
+  throw_if_any(comm, is_root(comm) ? writability_problem(path, what) : "");
 }
 
 std::string agreed_temporary_name(const std::string& path, MPI_Comm comm) {

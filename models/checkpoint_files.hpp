@@ -11,8 +11,9 @@ namespace tessera::models {
 
 // Fails unless a file can be created at `path` (its directory exists and is writable, and
 // `path` is not a directory). Call it before training so a bad --checkpoint path fails
-// before any work rather than at the first save.
-void check_writable(const std::string& path, MPI_Comm comm);
+// before any work rather than at the first save. `what` names the file in the message
+// ("cannot write <what> '<path>': ...").
+void check_writable(const std::string& path, MPI_Comm comm, const std::string& what = "checkpoint");
 
 // "<path>.tmp-<pid>-<clock>" of rank 0: no other save, even of another job writing the
 // same path, picks the same name.

@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "distarray/finite_check.hpp"
 #include "models/checkpoint.hpp"
 #include "models/checkpoint_layout.hpp"
 #include "models/checkpoint_slots.hpp"
@@ -29,6 +30,19 @@ std::string coverage_problem(const CheckpointContent& content, const ProcessGrid
     if (written[i] != element_count(slot.shape))
       return "the slices of '" + slot.dataset + "' on sample coordinate 0 hold " + std::to_string(written[i]) +
              " of its " + std::to_string(element_count(slot.shape)) + " elements";
+  }
+  return "";
+}
+
+// A checkpoint is what a run resumes from, and loading refuses NaN and infinities: one
+// holding them would replace a good file by one that cannot be used. This rank's first
+// such value among the slices it writes, or "".
+std::string non_finite_value(const std::string& context, const CheckpointContent& content, const ProcessGrid& grid) {
+  for (const TensorSlot& slot : content.tensors) {
+    if (!writes(slot, grid)) continue;
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), slot.values);
+    if (const std::optional<NonFinite> found = find_non_finite(host.data(), slot.offset, slot.extent))
+      return non_finite_message(context, slot.dataset, *found);
   }
   return "";
 }
@@ -85,6 +99,7 @@ void save_checkpoint(const std::string& path, const ProcessGrid& grid, const Che
   check_content(content, comm, context);
   const std::string coverage = coverage_problem(content, grid);
   throw_if_any(comm, coverage.empty() ? "" : context + ": " + coverage);
+  throw_if_any(comm, non_finite_value(context, content, grid));
   check_writable(path, comm);
 
   const std::string temporary = agreed_temporary_name(path, comm);

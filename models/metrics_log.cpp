@@ -1,5 +1,9 @@
 #include "models/metrics_log.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -38,12 +42,32 @@ std::string duration_text(double seconds) {
   return text;
 }
 
+// Empty when `path` can be opened for writing, without changing an existing file: opened
+// without truncation if it exists, else created and removed again.
+std::string writability_problem(const std::string& path) {
+  struct stat info {};
+  const bool exists = ::stat(path.c_str(), &info) == 0;
+  if (exists && S_ISDIR(info.st_mode)) return "it is a directory";
+  const int fd = exists ? ::open(path.c_str(), O_WRONLY) : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  if (!exists) ::unlink(path.c_str());
+  return "";
+}
+
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path, bool rank0, bool append) {
+MetricsLog::MetricsLog(const std::string& path, bool rank0, bool append) : append_(append) {
   if (!rank0 || path.empty()) return;
-  file_ = std::fopen(path.c_str(), append ? "a" : "w");
-  if (!file_) throw std::runtime_error("cannot write metrics file '" + path + "': " + std::strerror(errno));
+  const std::string problem = writability_problem(path);
+  if (!problem.empty()) throw std::runtime_error("cannot write metrics file '" + path + "': " + problem);
+  path_ = path;
+}
+
+void MetricsLog::open() {
+  if (path_.empty() || file_) return;
+  file_ = std::fopen(path_.c_str(), append_ ? "a" : "w");
+  if (!file_) throw std::runtime_error("cannot write metrics file '" + path_ + "': " + std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {

@@ -29,13 +29,17 @@ struct StepMetrics {
 
 class MetricsLog {
  public:
-  // Rank 0 opens `path` (append: a resumed run continues the file); other ranks and an
-  // empty path write nothing. Throws std::runtime_error when the file cannot be opened.
+  // Rank 0 checks that `path` can be written, leaving an existing file as it is; other
+  // ranks and an empty path write nothing. Throws std::runtime_error when it cannot be.
   MetricsLog(const std::string& path, bool rank0, bool append);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
+  // Opens the file (append: a resumed run continues it; else replaced), once the first
+  // step has finished: a run that fails before that leaves an existing file as it was.
+  // Throws std::runtime_error when it cannot be opened.
+  void open();
   void step(const StepMetrics& m);
   // {"eval": true, "step": ..., "samples": ..., "loss": ..., "accuracy": ...} (and
   // "reconstruction" when it is finite: TICA)
@@ -44,6 +48,8 @@ class MetricsLog {
 
  private:
   void write(const std::string& line);
+  std::string path_;  // empty: nothing to write on this rank
+  bool append_ = false;
   std::FILE* file_ = nullptr;
 };
 

@@ -314,6 +314,9 @@ class Expander {
               pending_.push_back({out_.nodes.size(), slot, &scope, ref});
             }
           }
+          if (out_.nodes.size() == kMaxSpecLayers)  // before the work grows with the count
+            throw std::invalid_argument("model spec expands to more than " + std::to_string(kMaxSpecLayers) +
+                                        " layers (at " + full + ")");
           full_names_.insert(full);
           out_.nodes.push_back(std::move(node));
           output = full;
@@ -330,6 +333,9 @@ class Expander {
                            const std::string& label, const std::string& prev) {
     for (const std::string& open : stack_)
       if (open == b.name) fail(t, at, "block \"" + b.name + "\" uses itself");
+    if (stack_.size() == kMaxBlockDepth)
+      throw std::invalid_argument("model spec nests blocks more than " + std::to_string(kMaxBlockDepth) +
+                                  " deep (block \"" + b.name + "\" inside \"" + stack_.back() + "\")");
     std::string input = prev;
     if (e.explicit_inputs) {
       if (e.inputs.size() != 1) fail(t, at, "block " + e.call.text + " takes one input, not " + std::to_string(e.inputs.size()));

@@ -6,6 +6,7 @@
 // and commas is ignored. The option text is handed to the layer unparsed (its own
 // SpecOptions decides which keys it takes), so this parser knows no layer.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,7 +60,11 @@ GraphSpec chain_graph(const std::vector<SpecEntry>& entries);
 //   by the given (or default) value; its nodes are named "<instance>.<name>", and the
 //   instance's name refers to its last node.
 // Throws std::invalid_argument for syntax errors (with the position), an unknown block
-// parameter, a recursive block, a duplicate or reserved name, and an unknown input name.
+// parameter, a recursive block, a duplicate or reserved name, an unknown input name, and
+// a spec that expands to more than kMaxSpecLayers nodes or nests blocks more than
+// kMaxBlockDepth deep (repeats of nested blocks multiply: 40 levels of `*2` are 2^40 nodes).
+inline constexpr std::size_t kMaxSpecLayers = 100000;
+inline constexpr std::size_t kMaxBlockDepth = 32;
 GraphSpec parse_model_spec(std::string_view spec);
 
 // Builds a GraphSpec in C++ (custom drivers):

@@ -13,6 +13,8 @@
 
 #include "distarray/node_memory.hpp"
 #include "distarray/process_grid.hpp"
+#include "halo/exchange.hpp"
+#include "halo/transport_factory.hpp"
 #include "halo/wait_clock.hpp"
 #include "layers/backend_info.hpp"
 #include "layers/wide_staging.hpp"
@@ -24,6 +26,7 @@
 #include "models/memory_plan.hpp"
 #include "models/metrics_log.hpp"
 #include "models/model_buffers.hpp"
+#include "models/path_clash.hpp"
 #include "models/peer_probe.hpp"
 #include "models/prediction_file.hpp"
 #include "models/presets.hpp"
@@ -45,6 +48,22 @@ std::string shape_text(const Shape4& s) {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// Steps are counted (and turned into epochs and rates) exactly in int64 and double; a
+// count past 2^53 is no run anyone waits for, only a typo or an overflow.
+constexpr std::int64_t kMaxSteps = std::int64_t{1} << 53;
+
+// --steps, or --epochs (one when neither is given) times the steps per epoch, refused
+// rather than wrapped when the product passes kMaxSteps.
+std::int64_t total_steps(const TrainerOptions& o, std::int64_t per_epoch) {
+  if (o.steps > 0) return o.steps;
+  const std::int64_t epochs = std::max<std::int64_t>(o.epochs, 1);
+  std::int64_t total = 0;
+  if (__builtin_mul_overflow(epochs, per_epoch, &total) || total > kMaxSteps)
+    throw std::invalid_argument("--epochs " + std::to_string(epochs) + " x " + std::to_string(per_epoch) +
+                                " steps per epoch is more than " + std::to_string(kMaxSteps) + " steps (2^53)");
+  return total;
+}
+
 // Every check that needs no file and no other rank: a bad command line fails before any work.
 void check_options(const TrainerOptions& o) {
   auto require = [](bool ok, const std::string& what) {
@@ -56,6 +75,8 @@ void check_options(const TrainerOptions& o) {
   require(o.batch >= 1, "--batch must be at least 1, got " + std::to_string(o.batch));
   require(o.steps >= 0 && o.epochs >= 0, "--steps and --epochs must not be negative");
   require(o.steps == 0 || o.epochs == 0, "give --steps or --epochs, not both");
+  require(o.steps <= kMaxSteps, "--steps must be at most " + std::to_string(kMaxSteps) + " (2^53), got " +
+                                    std::to_string(o.steps));
   require(o.checkpoint_every >= 0, "--checkpoint-every must not be negative");
   require(o.checkpoint_every == 0 || !o.save.empty(), "--checkpoint-every needs --save (where to write)");
   require(o.eval_every >= 0, "--eval-every must not be negative");
@@ -64,6 +85,13 @@ void check_options(const TrainerOptions& o) {
   require(o.predict_out.empty() || o.objective != "tica", "--predict-out writes a model's answers; not with --objective tica");
   require(o.resume.empty() || o.init_from.empty(),
           "--resume continues a run, --init-from starts a new one from saved weights: give one of them");
+  // NaN compares false with everything, so it would pass the checks below (and say
+  // "negative" where it fails one): every floating-point option is checked finite first.
+  const std::pair<const char*, double> floating[] = {
+      {"--lr", o.optimizer.lr},   {"--momentum", o.optimizer.momentum}, {"--weight-decay", o.optimizer.weight_decay},
+      {"--noise", o.noise},       {"--tica-lambda", o.tica_lambda},     {"--watchdog", o.watchdog.floor}};
+  for (const auto& [option, value] : floating)
+    require(std::isfinite(value), std::string(option) + " must be a finite number, got " + std::to_string(value));
   require(o.lr_base_batch >= 0, "--lr-base-batch must not be negative");
   require(o.optimizer.lr >= 0, "--lr must not be negative");
   require(o.noise >= 0, "--noise must not be negative");
@@ -75,6 +103,12 @@ void check_options(const TrainerOptions& o) {
   require(o.tica_mode == "greedy" || o.tica_mode == "joint",
           "--tica-mode must be greedy or joint, got '" + o.tica_mode + "'");
   require(o.halo.overlap == layers::Overlap::on || o.halo.overlap == layers::Overlap::off, "--overlap: on or off");
+  // "auto" is resolved collectively at the first exchange; any other name can be checked now.
+  if (o.halo.transport != "auto")
+    halo::resolve_transport(o.halo.transport, MPI_COMM_NULL,
+                            halo::buffer_place_of<layers::Tensor<float>::memory_space>());
+  const std::string clash = path_clash(input_files(o), output_files(o), kOutputsOverInputs);
+  require(clash.empty(), clash);
 }
 
 // --grid auto: the performance model (models/auto_grid.hpp, docs/performance.md) predicts
@@ -148,7 +182,7 @@ class Run {
     if (!o.predict_out.empty()) {
       if (o.noise == 0 && data_.supervision() != Supervision::targets)
         throw std::invalid_argument("--predict-out writes image-shaped answers: it needs --noise or data with /targets");
-      check_writable(o.predict_out, grid_.comm());
+      check_writable(o.predict_out, grid_.comm(), "--predict-out file");
     }
     model_.set_halo_config(o.halo);
     if (tica_) tica_->set_halo_config(o.halo);
@@ -161,15 +195,21 @@ class Run {
     summary.parameters = model_.parameter_count();
     restore(summary);
     SampleOrder order(data_.samples(), o_.batch, seed_);
-    const std::int64_t total =
-        o_.steps > 0 ? o_.steps : std::max<std::int64_t>(o_.epochs, 1) * order.batches_per_epoch();
+    const std::int64_t total = total_steps(o_, order.batches_per_epoch());
+    if (!o_.resume.empty() && total <= summary.first_step)
+      throw std::invalid_argument("checkpoint '" + o_.resume + "' is already at step " +
+                                  std::to_string(summary.first_step) + " and this run ends at step " +
+                                  std::to_string(total) +
+                                  ": nothing to train (--steps counts the steps already taken)");
+    if (rank0_ && !o_.resume.empty())
+      say_("resumed from " + o_.resume + " at step " + std::to_string(summary.first_step));
     total_ = total;
-    if (rank0_) say_(header(order, total));
-
     std::string open_error;
     std::optional<MetricsLog> metrics;
     record_failure(open_error, [&] { metrics.emplace(o_.metrics, rank0_, !o_.resume.empty()); });
     throw_if_any(grid_.comm(), open_error);
+    if (rank0_) say_(header(order, total));
+
     ProgressLine progress(o_.progress && rank0_, total);
     std::optional<PeerProbe> peers;  // outlives the watchdog, whose thread may ask it
     std::optional<Watchdog> watchdog;
@@ -191,7 +231,12 @@ class Run {
       summary.steps = s;
       summary.last_loss = m.loss;
       if (watchdog) watchdog->step_done(m.seconds);
-      if (metrics) metrics->step(m);
+      if (s == summary.first_step + 1) {  // opened only now: a run that fails earlier leaves the file as it was
+        std::string error;
+        record_failure(error, [&] { metrics->open(); });
+        throw_if_any(grid_.comm(), error);
+      }
+      metrics->step(m);
       progress.update(m, busy / static_cast<double>(s - summary.first_step));
       if (o_.checkpoint_every > 0 && s % o_.checkpoint_every == 0 && s != total) {
         beat(s, "writing a checkpoint");
@@ -427,7 +472,6 @@ class Run {
     summary.first_step = meta.step;
     seed_ = static_cast<std::uint64_t>(meta.seed);  // the sample order of the run being continued
     last_saved_ = {o_.resume, meta.step};
-    if (rank0_) say_("resumed from " + o_.resume + " at step " + std::to_string(meta.step));
   }
 
   void save(const std::string& path, std::int64_t step) {
@@ -441,7 +485,12 @@ class Run {
     CheckpointContent content = checkpoint_content(named_parameters(), optimizer_.get(), meta);
     ModelBuffers buffers(model_);
     buffers.add_to(content);
-    save_checkpoint(path, grid_, content);
+    try {
+      save_checkpoint(path, grid_, content);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string(e.what()) + "; the weights after step " + std::to_string(step) +
+                               " were not saved; " + last_good());
+    }
     last_saved_ = {path, step};
   }
 
@@ -507,10 +556,15 @@ class Run {
   std::string non_finite(double loss, std::int64_t step) const {
     std::string text = std::string("loss is ") + (std::isnan(loss) ? "nan" : "inf") + " at step " +
                        std::to_string(step) + "; stopped before updating the weights; ";
+    return text + last_good();
+  }
+
+  // Only a save that passed every check (finite values included) sets last_saved_.
+  std::string last_good() const {
     if (last_saved_.second >= 0)
-      return text + "the last good checkpoint is '" + last_saved_.first + "' (step " +
+      return "the last good checkpoint is '" + last_saved_.first + "' (step " +
              std::to_string(last_saved_.second) + ")";
-    return text + (o_.save.empty() ? "no checkpoint was asked for (--save)" : "no checkpoint was written yet");
+    return o_.save.empty() ? "no checkpoint was asked for (--save)" : "no checkpoint was written yet";
   }
 
   std::string header(const SampleOrder& order, std::int64_t total) {
@@ -573,6 +627,14 @@ TrainingSummary run(const TrainerOptions& options, MPI_Comm comm, const Line& on
 }
 
 }  // namespace
+
+std::vector<NamedPath> input_files(const TrainerOptions& o) {
+  return {{"--data", o.data}, {"--val-data", o.val_data}, {"--resume", o.resume}, {"--init-from", o.init_from}};
+}
+
+std::vector<NamedPath> output_files(const TrainerOptions& o) {
+  return {{"--save", o.save}, {"--metrics", o.metrics}, {"--predict-out", o.predict_out}};
+}
 
 TrainingSummary train(const TrainerOptions& options, MPI_Comm comm, const Line& on_rank0_line) {
   check_options(options);

@@ -20,9 +20,12 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "layers/windowed_config.hpp"
 #include "models/optimizer_factory.hpp"
+#include "models/path_clash.hpp"
 #include "models/watchdog.hpp"
 
 namespace tessera::models {
@@ -86,6 +89,13 @@ struct TrainingSummary {
   std::optional<Evaluation> evaluation;
   std::int64_t parameters = 0;
 };
+
+// The files a run reads and those it writes, by option, for path_clash (models/path_clash.hpp).
+std::vector<NamedPath> input_files(const TrainerOptions& options);
+std::vector<NamedPath> output_files(const TrainerOptions& options);
+// --save may name --resume's file: continuing a run in place (the checkpoint is read whole
+// before the first save, and a save replaces the file only once it is complete).
+inline const std::vector<std::pair<std::string, std::string>> kOutputsOverInputs{{"--save", "--resume"}};
 
 // Runs the whole job; collective over `comm`. `on_rank0_line` receives the human-readable
 // lines rank 0 prints (model summary, evaluation) — the app writes them to stdout.

@@ -92,6 +92,12 @@ void TrainingSet::check_model(const Shape4& input, const Shape4& output) const {
   if (supervision_ == Supervision::labels && (output[H] != 1 || output[W] != 1))
     throw std::invalid_argument(where + " has one label per sample, but the model's output is " + shape_text(output) +
                                 ", not class scores (N, K, 1, 1)");
+  // Every label now, not as a batch draws it: a bad one fails before any step, and the
+  // message can name the sample. Every rank holds all labels, so all fail alike.
+  for (std::size_t i = 0; i < labels_.size(); ++i)
+    if (labels_[i] < 0 || labels_[i] >= output[C])
+      throw std::invalid_argument(where + ": label " + std::to_string(labels_[i]) + " of sample " + std::to_string(i) +
+                                  " is outside [0, " + std::to_string(output[C]) + ")");
   if (supervision_ == Supervision::targets &&
       (output[C] != target_shape_[1] || output[H] != target_shape_[2] || output[W] != target_shape_[3]))
     throw std::invalid_argument(where + " has /targets of shape " + dims_text(target_shape_) +

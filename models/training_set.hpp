@@ -49,7 +49,8 @@ class TrainingSet {
   const Dims& target_shape() const { return target_shape_; }  // (N, C', H', W') of /targets
 
   // Checks that a model taking batches of `input` and producing `output` fits this data:
-  // the sample shape and the labels' or targets' shape. Throws std::invalid_argument.
+  // the sample shape, the labels' or targets' shape, and every label in [0, classes).
+  // Throws std::invalid_argument.
   void check_model(const Shape4& input, const Shape4& output) const;
   // The sample shape alone (an objective that ignores labels and targets: TICA).
   void check_samples(const Shape4& input) const;

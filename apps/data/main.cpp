@@ -13,6 +13,7 @@
 
 #include "data/fashion_mnist.hpp"
 #include "data/image_set.hpp"
+#include "distarray/same_file.hpp"
 
 namespace po = boost::program_options;
 using namespace tessera::data;
@@ -113,6 +114,10 @@ int main(int argc, char** argv) {
       images.label = label;
     }
     if (images.inputs.empty()) throw UsageError("no image files given");
+    for (const std::string& input : images.inputs)
+      if (tessera::same_file(images.out_file, input))
+        throw UsageError("--out '" + images.out_file + "' names the same file as input image '" + input +
+                         "': writing it would destroy that image");
     convert_image_set(images, std::cout);
   };
 

@@ -9,10 +9,15 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "demo/smoothing.hpp"
+#include "distarray/distribution.hpp"
 #include "distarray/gather_scatter.hpp"
+#include "distarray/node_memory.hpp"
 #include "distarray/runtime.hpp"
 #include "halo/exchange.hpp"
 
@@ -59,11 +64,32 @@ std::vector<Box> rim_of(const Box& owned, const Box& inner) {
   return {top, bottom, left, right};
 }
 
+// A shape too large for memory is refused before any allocation: Kokkos' own failure is
+// several lines, and may come from rank 0 alone (the whole image) while the others wait.
+// Rank 0 holds the image four times at once (input, gathered result, serial reference and
+// its padded copy) besides its tiles of u (with a one-cell halo) and v.
+void check_memory(const Shape4& shape, const ProcessGrid& grid) {
+  const Box owned = Distribution(shape, grid.dims()).owned_box(grid.rank());
+  double bytes = 4.0 * double(owned.grow({0, 0, 1, 1}, {0, 0, 1, 1}).size() + owned.size());
+  if (grid.rank() == 0) bytes += 4.0 * 4.0 * double(shape[0]) * double(shape[1]) * double(shape[2]) * double(shape[3]);
+  const std::optional<MemoryShare> share = rank_memory_share(grid.comm());
+  int over = share && bytes > double(share->bytes) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &over, 1, MPI_INT, MPI_MAX, grid.comm());
+  if (!over) return;
+  const double whole = 4.0 * double(shape[0]) * double(shape[1]) * double(shape[2]) * double(shape[3]);
+  throw std::invalid_argument("--shape " + std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" +
+                              std::to_string(shape[2]) + "x" + std::to_string(shape[3]) +
+                              " is too large: the image is " +
+                              (whole < 9e18 ? format_bytes(std::int64_t(whole)) : std::string("over 8 EiB")) +
+                              ", and rank 0 holds it four times besides its tiles: more than a rank may use here");
+}
+
 int run(const Runtime& runtime, const Options& opt) {
   const Shape4 shape = parse_shape(opt.shape);
   const GridDims dims = opt.grid == "auto" ? default_grid(runtime.size()) : parse_grid(opt.grid);
   if (opt.sweeps < 1) throw std::invalid_argument("--sweeps must be at least 1");
   ProcessGrid grid(MPI_COMM_WORLD, dims);
+  check_memory(shape, grid);
 
   DistArray<float> u(grid, shape, HaloWidths::symmetric_hw(1, 1), "u");
   DistArray<float> v(grid, shape, {}, "v");
@@ -129,7 +155,10 @@ int main(int argc, char** argv) {
       ("verbose", po::bool_switch(&opt.verbose), "print the runtime configuration on rank 0");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+    const std::vector<std::string> stray = po::collect_unrecognized(parsed.options, po::include_positional);
+    if (!stray.empty()) throw po::error("unexpected argument '" + stray.front() + "': every option is --name value");
+    po::store(parsed, vm);
     po::notify(vm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera-demo: error: %s (try --help)\n", e.what());

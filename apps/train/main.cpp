@@ -14,14 +14,17 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "data/png_writer.hpp"
 #include "distarray/hdf5_file.hpp"
 #include "distarray/node_memory.hpp"
 #include "distarray/runtime.hpp"
+#include "models/checkpoint_files.hpp"
 #include "models/perf_model.hpp"
 #include "models/prediction_table.hpp"
 #include "models/trainer.hpp"
@@ -116,13 +119,19 @@ po::options_description describe_options(AppOptions& a) {
 // Parses the command line and --config into `a`; throws po::error or std::invalid_argument.
 bool parse(int argc, char** argv, AppOptions& a, const po::options_description& desc) {
   po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, desc), vm);
+  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+  const std::vector<std::string> stray = po::collect_unrecognized(parsed.options, po::include_positional);
+  if (!stray.empty())
+    throw std::invalid_argument("unexpected argument '" + stray.front() + "': every option is --name value");
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return false;
   }
   if (vm.count("config")) {
     const std::string path = vm["config"].as<std::string>();
+    // A directory opens as a stream that reads nothing: it would pass as an empty config.
+    if (std::filesystem::is_directory(path)) throw std::invalid_argument("config file '" + path + "' is a directory");
     std::ifstream file(path);
     if (!file) throw std::invalid_argument("cannot read config file '" + path + "'");
     po::store(po::parse_config_file(file, desc), vm);  // values already stored (the command line) win
@@ -137,10 +146,18 @@ bool parse(int argc, char** argv, AppOptions& a, const po::options_description& 
   if (a.progress != "auto" && a.progress != "on" && a.progress != "off")
     throw std::invalid_argument("--progress must be auto, on or off, got '" + a.progress + "'");
   a.train.progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO) && !a.train.verbose);
+  if (!std::isfinite(a.train.watchdog.floor))
+    throw std::invalid_argument("--watchdog must be a finite number, got " + std::to_string(a.train.watchdog.floor));
   if (a.train.watchdog.floor < 0) throw std::invalid_argument("--watchdog must be 0 (off) or more seconds");
   if (!a.memory_limit.empty()) a.train.memory_limit = parse_byte_size(a.memory_limit, "--memory-limit");
   if (!a.filters_png.empty() && a.train.save.empty())
     throw std::invalid_argument("--filters-png draws from the saved checkpoint: give --save too");
+  if (!a.filters_png.empty()) {
+    std::vector<models::NamedPath> outputs = models::output_files(a.train);
+    outputs.push_back({"--filters-png", a.filters_png});
+    const std::string clash = models::path_clash(models::input_files(a.train), outputs, models::kOutputsOverInputs);
+    if (!clash.empty()) throw std::invalid_argument(clash);
+  }
   return true;
 }
 
@@ -175,6 +192,8 @@ int predict(const Runtime& runtime, const AppOptions& a) {
 
 int run(const Runtime& runtime, const AppOptions& a) {
   if (a.predict != 0) return predict(runtime, a);
+  // Drawn after training: an unwritable path must fail before it, not after.
+  if (!a.filters_png.empty()) models::check_writable(a.filters_png, runtime.world(), "--filters-png file");
   const models::TrainingSummary s = models::train(a.train, runtime.world(), print);
   if (runtime.rank() != 0) return 0;
   std::printf("trained %lld steps (%lld in this run), last loss %.5f, %.1f images/s\n",

@@ -11,6 +11,8 @@
 //   nan-images.h5   targets.h5's kind with /images[7,0,9,10] = NaN
 //   inf-targets.h5  targets.h5's kind with /targets[5,0,9,4] = +inf
 //                   (row 9: the second rank's tile on grid 1x2x1)
+//   bad-label.h5    train.h5 with /labels[37] = 4: outside the 4 classes
+//   ignored-label.h5 val.h5 with /labels[5] = -100 (PyTorch's ignore_index, not one here)
 // train_make_data truncate SRC DST BYTES: DST = the first BYTES bytes of SRC.
 // train_make_data poison SRC DST DATASET I,J,... VALUE: DST = SRC with one element of
 // DATASET (float32) set to VALUE (nan, inf, -inf or a number): a checkpoint with a NaN weight.
@@ -34,6 +36,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "distarray/hdf5_file.hpp"
@@ -93,8 +96,10 @@ void truncate_copy(const std::string& from, const std::string& to, std::size_t b
   std::ofstream(to, std::ios::binary).write(data.data(), static_cast<std::streamsize>(bytes));
 }
 
-// Sets element `index` of float32 dataset `dataset` in the existing file `path` to `value`.
-void poison(const std::string& path, const std::string& dataset, const Dims& index, float value) {
+// Sets element `index` of dataset `dataset` (float32, or int64 for T = std::int64_t) in the
+// existing file `path` to `value`.
+template <class T>
+void set_element(const std::string& path, const std::string& dataset, const Dims& index, T value) {
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   const hid_t set = file < 0 ? -1 : H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
   const hid_t space = set < 0 ? -1 : H5Dget_space(set);
@@ -102,7 +107,8 @@ void poison(const std::string& path, const std::string& dataset, const Dims& ind
   const hid_t memory = H5Screate_simple(1, one.data(), nullptr);
   const bool ok = space >= 0 &&
                   H5Sselect_hyperslab(space, H5S_SELECT_SET, at.data(), nullptr, one.data(), nullptr) >= 0 &&
-                  H5Dwrite(set, H5T_NATIVE_FLOAT, memory, space, H5P_DEFAULT, &value) >= 0;
+                  H5Dwrite(set, std::is_same_v<T, float> ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, memory, space,
+                           H5P_DEFAULT, &value) >= 0;
   H5Sclose(memory);
   if (space >= 0) H5Sclose(space);
   if (set >= 0) H5Dclose(set);
@@ -167,7 +173,7 @@ Dims parse_index(const std::string& text) {
 void poisoned_copy(const std::string& from, const std::string& to, const std::string& dataset, const std::string& index,
                    const std::string& value) {
   std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
-  poison(to, dataset, parse_index(index), std::stof(value));
+  set_element(to, dataset, parse_index(index), std::stof(value));
 }
 
 }  // namespace
@@ -192,9 +198,13 @@ int main(int argc, char** argv) {
       write(dir + "/rgb10.h5", 16, 3, 10, true, false, 5);
       std::ofstream(dir + "/not-hdf5.h5") << "not an HDF5 file\n";
       write(dir + "/nan-images.h5", 16, 1, 12, false, true, 6);
-      poison(dir + "/nan-images.h5", "/images", {7, 0, 9, 10}, std::numeric_limits<float>::quiet_NaN());
+      set_element(dir + "/nan-images.h5", "/images", {7, 0, 9, 10}, std::numeric_limits<float>::quiet_NaN());
       write(dir + "/inf-targets.h5", 16, 1, 12, false, true, 7);
-      poison(dir + "/inf-targets.h5", "/targets", {5, 0, 9, 4}, std::numeric_limits<float>::infinity());
+      set_element(dir + "/inf-targets.h5", "/targets", {5, 0, 9, 4}, std::numeric_limits<float>::infinity());
+      write(dir + "/bad-label.h5", 48, 1, 12, true, false, 1);
+      set_element<std::int64_t>(dir + "/bad-label.h5", "/labels", {37}, 4);
+      write(dir + "/ignored-label.h5", 22, 1, 12, true, false, 2);
+      set_element<std::int64_t>(dir + "/ignored-label.h5", "/labels", {5}, -100);
     } else {
       std::fprintf(stderr,
                    "usage: train_make_data DIR | train_make_data truncate SRC DST BYTES |\n"

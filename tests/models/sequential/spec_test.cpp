@@ -234,6 +234,26 @@ TEST(GraphSpecParser, ErrorsSayWhereAndWhat) {
   }
 }
 
+// `levels` blocks, each using the one below twice: 2^levels layers from a short spec.
+std::string doubling_blocks(int levels) {
+  std::string spec = "block b0(c) { relu } ";
+  for (int i = 1; i < levels; ++i)
+    spec += "block b" + std::to_string(i) + "(c) { b" + std::to_string(i - 1) + "(c=$c)*2 } ";
+  return spec + "b" + std::to_string(levels - 1) + "(c=4)";
+}
+
+// An exponential expansion fails at once with one line, instead of running for hours: by
+// depth (40 levels, the nesting cap is 32) or by layer count (17 levels: 2^17 > 100000).
+TEST(GraphSpecParser, ExpansionIsCappedInDepthAndSize) {
+  const std::string deep = error_of([&] { parse_model_spec(doubling_blocks(40)); });
+  EXPECT_NE(deep.find("model spec nests blocks more than 32 deep (block \"b7\" inside \"b8\")"), std::string::npos)
+      << deep;
+  const std::string wide = error_of([&] { parse_model_spec(doubling_blocks(18)); });
+  EXPECT_NE(wide.find("model spec expands to more than 100000 layers"), std::string::npos) << wide;
+  EXPECT_EQ(wide.find('\n'), std::string::npos);
+  EXPECT_EQ(parse_model_spec(doubling_blocks(10)).nodes.size(), 512u);  // 2^9 leaves: well within both caps
+}
+
 TEST(Graph, BadGraphsFailBeforeAnyWorkNamingTheNode) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const auto build = [&](const std::string& spec) {
