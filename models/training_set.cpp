@@ -74,6 +74,8 @@ TrainingSet::TrainingSet(const std::string& path, MPI_Comm comm) {
     if (target_shape_.size() != 4 || target_shape_[0] != samples_)
       fail("/targets has shape " + dims_text(target_shape_) + "; (" + std::to_string(samples_) +
            ", C, H, W) is expected");
+    // As /images: HDF5 would narrow float64 silently, so a file is refused, not reinterpreted.
+    if (file_->element_kind("/targets") != ElementKind::float32) fail("/targets must hold float32 values");
     supervision_ = Supervision::targets;
   }
 }

@@ -13,6 +13,7 @@
 //                   (row 9: the second rank's tile on grid 1x2x1)
 //   bad-label.h5    train.h5 with /labels[37] = 4: outside the 4 classes
 //   ignored-label.h5 val.h5 with /labels[5] = -100 (PyTorch's ignore_index, not one here)
+//   f64-targets.h5  targets.h5's kind with /targets stored as float64
 // train_make_data truncate SRC DST BYTES: DST = the first BYTES bytes of SRC.
 // train_make_data poison SRC DST DATASET I,J,... VALUE: DST = SRC with one element of
 // DATASET (float32) set to VALUE (nan, inf, -inf or a number): a checkpoint with a NaN weight.
@@ -72,7 +73,7 @@ Samples make(std::int64_t n, std::int64_t channels, std::int64_t size, std::uint
 }
 
 void write(const std::string& path, std::int64_t n, std::int64_t channels, std::int64_t size, bool labels,
-           bool targets, std::uint32_t seed) {
+           bool targets, std::uint32_t seed, bool float64_targets = false) {
   const Samples s = make(n, channels, size, seed);
   Hdf5File file(path, Hdf5File::Mode::create, MPI_COMM_SELF);
   const Dims shape{n, channels, size, size};
@@ -80,7 +81,12 @@ void write(const std::string& path, std::int64_t n, std::int64_t channels, std::
     std::vector<float> noisy(s.images.begin(), s.images.end());
     for (float& v : noisy) v /= 255.0f;
     file.write_block<float>("/images", shape, {0, 0, 0, 0}, shape, noisy.data());
-    file.write_block<float>("/targets", shape, {0, 0, 0, 0}, shape, s.clean.data());
+    if (float64_targets) {
+      const std::vector<double> clean(s.clean.begin(), s.clean.end());
+      file.write_block<double>("/targets", shape, {0, 0, 0, 0}, shape, clean.data());
+    } else {
+      file.write_block<float>("/targets", shape, {0, 0, 0, 0}, shape, s.clean.data());
+    }
   } else {
     file.write_block<std::uint8_t>("/images", shape, {0, 0, 0, 0}, shape, s.images.data());
   }
@@ -205,6 +211,7 @@ int main(int argc, char** argv) {
       set_element<std::int64_t>(dir + "/bad-label.h5", "/labels", {37}, 4);
       write(dir + "/ignored-label.h5", 22, 1, 12, true, false, 2);
       set_element<std::int64_t>(dir + "/ignored-label.h5", "/labels", {5}, -100);
+      write(dir + "/f64-targets.h5", 16, 1, 12, false, true, 3, /*float64_targets=*/true);
     } else {
       std::fprintf(stderr,
                    "usage: train_make_data DIR | train_make_data truncate SRC DST BYTES |\n"
