@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "models/rank_agreement.hpp"
 
@@ -39,6 +40,14 @@ std::string writability_problem(const std::string& path, const std::string& what
 
 void check_writable(const std::string& path, MPI_Comm comm, const std::string& what) {
   throw_if_any(comm, is_root(comm) ? writability_problem(path, what) : "");
+}
+
+void check_output_writable(const std::string& path, MPI_Comm comm, const std::string& what) {
+  try {
+    check_writable(path, comm, what);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 std::string agreed_temporary_name(const std::string& path, MPI_Comm comm) {

@@ -14,6 +14,10 @@ namespace tessera::models {
 // before any work rather than at the first save. `what` names the file in the message
 // ("cannot write <what> '<path>': ...").
 void check_writable(const std::string& path, MPI_Comm comm, const std::string& what = "checkpoint");
+// The same for an output named in a run's options, checked before any work: there the
+// failure is a bad configuration (std::invalid_argument: tessera-train's status 2), not a
+// failed run.
+void check_output_writable(const std::string& path, MPI_Comm comm, const std::string& what = "checkpoint");
 
 // "<path>.tmp-<pid>-<clock>" of rank 0: no other save, even of another job writing the
 // same path, picks the same name.

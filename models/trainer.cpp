@@ -178,11 +178,11 @@ class Run {
         throw std::invalid_argument("validation file '" + o.val_data + "' is not supervised like '" + o.data +
                                     "' (labels vs targets)");
     }
-    if (!o.save.empty()) check_writable(o.save, grid_.comm());
+    if (!o.save.empty()) check_output_writable(o.save, grid_.comm());
     if (!o.predict_out.empty()) {
       if (o.noise == 0 && data_.supervision() != Supervision::targets)
         throw std::invalid_argument("--predict-out writes image-shaped answers: it needs --noise or data with /targets");
-      check_writable(o.predict_out, grid_.comm(), "--predict-out file");
+      check_output_writable(o.predict_out, grid_.comm(), "--predict-out file");
     }
     model_.set_halo_config(o.halo);
     if (tica_) tica_->set_halo_config(o.halo);
@@ -207,7 +207,9 @@ class Run {
     std::string open_error;
     std::optional<MetricsLog> metrics;
     record_failure(open_error, [&] { metrics.emplace(o_.metrics, rank0_, !o_.resume.empty()); });
-    throw_if_any(grid_.comm(), open_error);
+    // Before any step: an unwritable --metrics is a bad configuration (status 2).
+    if (const std::string error = agreed_error(grid_.comm(), open_error); !error.empty())
+      throw std::invalid_argument(error);
     if (rank0_) say_(header(order, total));
 
     ProgressLine progress(o_.progress && rank0_, total);
@@ -459,15 +461,22 @@ class Run {
       if (rank0_) say_("weights from " + o_.init_from);
     }
     if (o_.resume.empty()) return;
+    const auto check_model = [&](const CheckpointMeta& meta) {
+      if (meta.model_spec != spec_)
+        throw std::invalid_argument("checkpoint '" + o_.resume + "' was written by model \"" + meta.model_spec +
+                                    "\", not \"" + spec_ + "\"");
+    };
+    // The model first, from the metadata alone (no tensor is read): a checkpoint of another
+    // model is that (status 2), not the first tensor whose shape happens to differ.
+    const CheckpointMeta written = load_checkpoint(o_.resume, grid_, CheckpointContent{}, LoadScope::weights_only);
+    if (!written.model_spec.empty()) check_model(written);
     ModelBuffers buffers(model_);
     CheckpointContent content = checkpoint_content(named_parameters(), optimizer_.get());
     buffers.add_to(content);
     const CheckpointMeta meta = load_checkpoint(o_.resume, grid_, content);
     buffers.restore();
     refresh_values();
-    if (meta.model_spec != spec_)
-      throw std::invalid_argument("checkpoint '" + o_.resume + "' was written by model \"" + meta.model_spec +
-                                  "\", not \"" + spec_ + "\"");
+    check_model(meta);
     optimizer_->set_steps(meta.step);
     summary.first_step = meta.step;
     seed_ = static_cast<std::uint64_t>(meta.seed);  // the sample order of the run being continued

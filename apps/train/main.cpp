@@ -193,7 +193,7 @@ int predict(const Runtime& runtime, const AppOptions& a) {
 int run(const Runtime& runtime, const AppOptions& a) {
   if (a.predict != 0) return predict(runtime, a);
   // Drawn after training: an unwritable path must fail before it, not after.
-  if (!a.filters_png.empty()) models::check_writable(a.filters_png, runtime.world(), "--filters-png file");
+  if (!a.filters_png.empty()) models::check_output_writable(a.filters_png, runtime.world(), "--filters-png file");
   const models::TrainingSummary s = models::train(a.train, runtime.world(), print);
   if (runtime.rank() != 0) return 0;
   std::printf("trained %lld steps (%lld in this run), last loss %.5f, %.1f images/s\n",
