@@ -134,9 +134,22 @@ bool parse(int argc, char** argv, AppOptions& a, const po::options_description& 
     if (std::filesystem::is_directory(path)) throw std::invalid_argument("config file '" + path + "' is a directory");
     std::ifstream file(path);
     if (!file) throw std::invalid_argument("cannot read config file '" + path + "'");
-    po::store(po::parse_config_file(file, desc), vm);  // values already stored (the command line) win
+    const po::parsed_options from_file = po::parse_config_file(file, desc);
+    // Boost accepts every described option in a file; these two would be read and ignored.
+    for (const po::option& o : from_file.options)
+      if (o.string_key == "config" || o.string_key == "help")
+        throw std::invalid_argument("config file '" + path + "': '" + o.string_key +
+                                    "' works on the command line only");
+    po::store(from_file, vm);  // values already stored (the command line) win
   }
   po::notify(vm);
+  // A path option given as "" would mean "not given", silently: --save "" would train and
+  // keep nothing.
+  for (const char* name : {"data", "val-data", "save", "metrics", "resume", "init-from", "predict-out", "filters-png"})
+    if (vm.count(name) && !vm[name].defaulted() && vm[name].as<std::string>().empty())
+      throw std::invalid_argument(std::string("--") + name + " needs a path, got ''");
+  if (a.predict == 0 && (vm.count("predict-input") || !vm["predict-machine"].defaulted()))
+    throw std::invalid_argument("--predict-input and --predict-machine apply to --predict P alone");
   if (a.overlap != "on" && a.overlap != "off")
     throw std::invalid_argument("--overlap must be on or off, got '" + a.overlap + "'");
   a.train.halo.overlap = a.overlap == "on" ? layers::Overlap::on : layers::Overlap::off;
