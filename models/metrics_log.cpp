@@ -76,9 +76,13 @@ MetricsLog::~MetricsLog() {
 
 void MetricsLog::write(const std::string& line) {
   if (!file_) return;
-  std::fputs(line.c_str(), file_);
-  std::fputc('\n', file_);
-  std::fflush(file_);  // a crash later must not lose the lines before it
+  ++lines_;
+  errno = 0;
+  const bool written = std::fputs(line.c_str(), file_) >= 0 && std::fputc('\n', file_) != EOF &&
+                       std::fflush(file_) == 0;  // flushed: a crash later must not lose the lines before it
+  if (!written && failure_.empty())
+    failure_ = "writing metrics file '" + path_ + "' failed at its line " + std::to_string(lines_) + ": " +
+               (errno ? std::strerror(errno) : "write error");
 }
 
 void MetricsLog::step(const StepMetrics& m) {

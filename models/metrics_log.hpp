@@ -45,12 +45,18 @@ class MetricsLog {
   // "reconstruction" when it is finite: TICA)
   void evaluation(std::int64_t step, std::int64_t samples, double loss, double accuracy,
                   double reconstruction = std::nan(""));
+  // The first write that failed (a full disk), as one line; empty while every line got
+  // out. Only rank 0 writes, so the trainer asks at a point every rank reaches (the end
+  // of the run) rather than let rank 0 throw alone in a step.
+  const std::string& failure() const { return failure_; }
 
  private:
   void write(const std::string& line);
   std::string path_;  // empty: nothing to write on this rank
   bool append_ = false;
   std::FILE* file_ = nullptr;
+  std::int64_t lines_ = 0;
+  std::string failure_;
 };
 
 // The progress line: "step 120/1000 (epoch 2)  loss 0.4123  1830 img/s  ETA 1m32s",

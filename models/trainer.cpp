@@ -266,6 +266,8 @@ class Run {
       }
       report(*summary.evaluation, summary.steps, *metrics);
     }
+    // Lost metrics are a failed run (status 1), reported once the weights are saved.
+    throw_if_any(grid_.comm(), metrics->failure());
     return summary;
   }
 
