@@ -94,6 +94,11 @@ void check_options(const TrainerOptions& o) {
     require(std::isfinite(value), std::string(option) + " must be a finite number, got " + std::to_string(value));
   require(o.lr_base_batch >= 0, "--lr-base-batch must not be negative");
   require(o.optimizer.lr >= 0, "--lr must not be negative");
+  // A finite --lr can still overflow once scaled (1e308 x 64 / 1).
+  require(o.lr_base_batch <= 0 || o.batch <= 0 ||
+              std::isfinite(layers::linear_scaling(o.optimizer.lr, o.batch, o.lr_base_batch)),
+          "--lr times " + std::to_string(o.batch) + " / " + std::to_string(o.lr_base_batch) +
+              " (--batch / --lr-base-batch) overflows: the scaled rate must be a finite number");
   require(o.noise >= 0, "--noise must not be negative");
   require(o.objective == "supervised" || o.objective == "tica",
           "--objective must be supervised or tica, got '" + o.objective + "'");
