@@ -70,14 +70,18 @@ Dims block_element_index(std::size_t position, const Dims& offset, const Dims& e
   return index;
 }
 
-std::string non_finite_message(const std::string& source, const std::string& dataset, const NonFinite& found) {
-  std::string where = dataset + "[";
-  for (std::size_t d = 0; d < found.index.size(); ++d) {
-    if (d) where += ',';
-    where += std::to_string(found.index[d]);
+std::string element_text(const std::string& dataset, const Dims& index) {
+  std::string text = dataset + "[";
+  for (std::size_t d = 0; d < index.size(); ++d) {
+    if (d) text += ',';
+    text += std::to_string(index[d]);
   }
+  return text + "]";
+}
+
+std::string non_finite_message(const std::string& source, const std::string& dataset, const NonFinite& found) {
   const char* what = std::isnan(found.value) ? "nan" : found.value > 0 ? "inf" : "-inf";
-  return source + ": " + where + "] is " + what + " (non-finite values are refused)";
+  return source + ": " + element_text(dataset, found.index) + " is " + what + " (non-finite values are refused)";
 }
 
 }  // namespace tessera

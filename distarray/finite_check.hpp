@@ -57,4 +57,8 @@ std::optional<NonFinite> find_non_finite(const T* values, const Dims& offset, co
 // with source "data file 'train.h5'".
 std::string non_finite_message(const std::string& source, const std::string& dataset, const NonFinite& found);
 
+// "<dataset>[3,0,5,7]": one element of a dataset, as the messages above and other value
+// checks of a read (checkpoint loading's negative variances) name it.
+std::string element_text(const std::string& dataset, const Dims& index);
+
 }  // namespace tessera

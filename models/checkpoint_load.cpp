@@ -113,12 +113,11 @@ void read_tensor(const Hdf5File& file, const TensorSlot& slot) {
     const float* const end = begin + host.extent(0);
     const float* const negative = std::find_if(begin, end, [](float v) { return v < 0; });
     if (negative != end) {
-      std::ostringstream where;
-      where << source << ": " << slot.dataset << '[';
+      std::ostringstream value;
+      value << *negative;  // shortest form: -0.25, not std::to_string's -0.250000
       const Dims index = block_element_index(static_cast<std::size_t>(negative - begin), slot.offset, slot.extent);
-      for (std::size_t d = 0; d < index.size(); ++d) where << (d ? "," : "") << index[d];
-      where << "] is " << *negative << " (a variance or second moment cannot be negative)";
-      throw std::runtime_error(where.str());
+      throw std::runtime_error(source + ": " + element_text(slot.dataset, index) + " is " + value.str() +
+                               " (a variance or second moment cannot be negative)");
     }
   }
   Kokkos::deep_copy(slot.values, host);

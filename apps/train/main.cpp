@@ -159,8 +159,6 @@ bool parse(int argc, char** argv, AppOptions& a, const po::options_description& 
   if (a.progress != "auto" && a.progress != "on" && a.progress != "off")
     throw std::invalid_argument("--progress must be auto, on or off, got '" + a.progress + "'");
   a.train.progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO) && !a.train.verbose);
-  if (!std::isfinite(a.train.watchdog.floor))
-    throw std::invalid_argument("--watchdog must be a finite number, got " + std::to_string(a.train.watchdog.floor));
   if (a.train.watchdog.floor < 0) throw std::invalid_argument("--watchdog must be 0 (off) or more seconds");
   if (!a.memory_limit.empty()) a.train.memory_limit = parse_byte_size(a.memory_limit, "--memory-limit");
   if (!a.filters_png.empty() && a.train.save.empty())
