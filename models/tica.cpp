@@ -139,8 +139,9 @@ TicaTerms TicaObjectiveOf<T>::run(const std::vector<std::size_t>& chosen, bool b
     // Nothing reads the gradient below the lowest layer trained: it adds its weights' alone.
     if (i == lowest) model_.layer(i).backward_parameters(model_.gradient(i + 1), model_.gradient(i));
     else model_.layer(i).backward(model_.gradient(i + 1), model_.gradient(i));
-    // Joint: the stage input is also the reconstruction's target, d/dx ||x_hat - x||^2.
-    if (Stage* s = stage_with(i, &Stage::encoder); s && i > 0)
+    // Joint: the stage input is also the reconstruction's target, d/dx ||x_hat - x||^2 (not
+    // below the lowest layer trained: nothing reads that gradient).
+    if (Stage* s = stage_with(i, &Stage::encoder); s && i > lowest)
       tica::add_scaled(model_.gradient(i).owned(), s->d_x_hat.owned(), -1.0f);
   }
   return terms;
