@@ -15,6 +15,7 @@
 // refuse bf16 when they are built, saying why (why_no_bf16).
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -184,5 +185,9 @@ void require_precision(const ConvBackend& b, const std::string& layer) {
 
 // The build's backend (oneDNN or cuDNN). Each Conv2d owns one: its caches are per layer.
 std::unique_ptr<ConvBackend> make_conv_backend();
+// Bytes the build's backend holds for staged operands, dense copies and workspaces: one set
+// for the process, shared by every convolution layer, as large as the largest layer's need
+// once each layer has run.
+std::size_t conv_scratch_bytes();
 
 }  // namespace tessera::layers

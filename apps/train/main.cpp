@@ -24,6 +24,7 @@
 #include "distarray/hdf5_file.hpp"
 #include "distarray/node_memory.hpp"
 #include "distarray/runtime.hpp"
+#include "layers/conv_backend.hpp"
 #include "models/checkpoint_files.hpp"
 #include "models/perf_model.hpp"
 #include "models/prediction_table.hpp"
@@ -210,6 +211,10 @@ int run(const Runtime& runtime, const AppOptions& a) {
   std::printf("trained %lld steps (%lld in this run), last loss %.5f, %.1f images/s\n",
               static_cast<long long>(s.steps), static_cast<long long>(s.steps - s.first_step), s.last_loss,
               s.images_per_second);
+  // Not in the header's plan: the backend sizes it on each layer's first call.
+  if (const std::size_t scratch = layers::conv_scratch_bytes())
+    std::printf("convolution scratch: %s on rank 0, shared by its convolution layers, beside the planned tensors\n",
+                format_bytes(static_cast<std::int64_t>(scratch)).c_str());
   if (s.evaluation && std::isfinite(s.evaluation->accuracy))
     std::printf("test accuracy: %.2f%% on %lld samples (loss %.5f)\n", 100 * s.evaluation->accuracy,
                 static_cast<long long>(s.evaluation->samples), s.evaluation->loss);

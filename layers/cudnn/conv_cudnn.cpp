@@ -1,7 +1,7 @@
 // ConvBackend on cuDNN 9 (legacy convolution API). cuDNN tensor descriptors take strides,
 // so window sub-boxes are passed in place. Descriptors are cached per problem shape; one
-// workspace, grown on demand, serves every call. Calls run on Kokkos's CUDA stream so they
-// are ordered with the halo pack/unpack kernels.
+// workspace, grown on demand, serves every call of every layer (call_scratch). Calls run
+// on Kokkos's CUDA stream so they are ordered with the halo pack/unpack kernels.
 //
 // Algorithms: the cudnnGet*Algorithm_v7 heuristics rank them per shape; the rule of
 // layers/conv_algorithm_choice.hpp keeps the deterministic, exact-sum (no FFT, no Winograd)
@@ -208,10 +208,31 @@ class Scratch {
           Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::cudnn_scratch"), bytes);
     return reinterpret_cast<E*>(view_.data());
   }
+  std::size_t bytes() const { return view_.extent(0); }
 
  private:
   Kokkos::View<char*, Kokkos::DefaultExecutionSpace::memory_space> view_;
 };
+
+// What one call uses and no later call reads — cuDNN's workspace, the dense copies, bf16's
+// weight gradient before its add — shared by every layer: calls run one at a time on
+// Kokkos's one stream, so the process holds the largest layer's buffers, not a set per layer
+// (a workspace alone may reach kConvWorkspaceCap). Emptied before Kokkos finalizes: a view
+// must not outlive it.
+struct CallScratch {
+  Scratch workspace;
+  Scratch in, out;  // dense copies of the input-side and output-side tensors, where needed
+  Scratch dw;
+};
+CallScratch& call_scratch() {
+  static CallScratch shared;
+  static const bool emptied_at_finalize = [] {
+    Kokkos::push_finalize_hook([] { shared = CallScratch{}; });
+    return true;
+  }();
+  (void)emptied_at_finalize;
+  return shared;
+}
 
 std::size_t elements(const Shape4& d) { return static_cast<std::size_t>(d[N] * d[C] * d[H] * d[W]); }
 
@@ -255,7 +276,7 @@ class CudnnConv final : public ConvBackend {
   void backward_weights_bf16(const ConvGeometry& g, const Tensor4Ref<const bf16>& x, const Tensor4Ref<const bf16>& dy,
                              float* dweight, float* dbias) override {
     const std::int64_t count = dy.dims[C] * (x.dims[C] / g.groups) * g.kh * g.kw;
-    bf16* dw = dw_.at_least<bf16>(static_cast<std::size_t>(count));
+    bf16* dw = scratch_.dw.at_least<bf16>(static_cast<std::size_t>(count));
     backward_filter_as<bf16>(g, x, dy, dw, kZero);
     cudnn_bf16::add_widened<Kokkos::DefaultExecutionSpace>(dw, dweight, count);
     if (dbias) cudnn_bf16::add_bias_gradient<Kokkos::DefaultExecutionSpace>(dy, dbias, bias_partial_);
@@ -276,8 +297,8 @@ class CudnnConv final : public ConvBackend {
                                                         p.out(packed), n, returned, ranked);
         }),
         [&](int algo, void* ws, std::size_t bytes, bool packed) {
-          const E* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
-          E* ys = packed ? out_.at_least<E>(elements(y.dims)) : y.data;
+          const E* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), scratch_.in, p.key.in_dims) : x.data;
+          E* ys = packed ? scratch_.out.at_least<E>(elements(y.dims)) : y.data;
           const cudnnStatus_t status = cudnnConvolutionForward(
               handle_, &kOne, p.in(packed), xs, p.filter.get(), weight, p.conv.get(),
               static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &kZero, p.out(packed), ys);
@@ -299,8 +320,8 @@ class CudnnConv final : public ConvBackend {
                                                              p.in(packed), n, returned, ranked);
         }),
         [&](int algo, void* ws, std::size_t bytes, bool packed) {
-          const E* dys = packed ? pack(p.output.get(), dy.data, p.packed_output.get(), out_, p.key.out_dims) : dy.data;
-          E* dxs = packed ? in_.at_least<E>(elements(dx.dims)) : dx.data;
+          const E* dys = packed ? pack(p.output.get(), dy.data, p.packed_output.get(), scratch_.out, p.key.out_dims) : dy.data;
+          E* dxs = packed ? scratch_.in.at_least<E>(elements(dx.dims)) : dx.data;
           const cudnnStatus_t status = cudnnConvolutionBackwardData(
               handle_, &kOne, p.filter.get(), weight, p.out(packed), dys, p.conv.get(),
               static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &kZero, p.in(packed), dxs);
@@ -324,8 +345,8 @@ class CudnnConv final : public ConvBackend {
                                                                p.filter.get(), n, returned, ranked);
         }),
         [&](int algo, void* ws, std::size_t bytes, bool packed) {
-          const E* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), in_, p.key.in_dims) : x.data;
-          const E* dys = packed ? pack(p.output.get(), dy.data, p.packed_output.get(), out_, p.key.out_dims) : dy.data;
+          const E* xs = packed ? pack(p.input.get(), x.data, p.packed_input.get(), scratch_.in, p.key.in_dims) : x.data;
+          const E* dys = packed ? pack(p.output.get(), dy.data, p.packed_output.get(), scratch_.out, p.key.out_dims) : dy.data;
           return cudnnConvolutionBackwardFilter(handle_, &kOne, p.in(packed), xs, p.out(packed), dys, p.conv.get(),
                                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &beta,
                                                 p.filter.get(), dweight);
@@ -427,20 +448,13 @@ class CudnnConv final : public ConvBackend {
   }
 
   // Grown, never shrunk; the previous call's use is ordered before this one on the stream.
-  void* workspace(std::size_t bytes) {
-    if (bytes > workspace_.extent(0))
-      workspace_ = Kokkos::View<char*, Kokkos::DefaultExecutionSpace::memory_space>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "tessera::cudnn_workspace"), bytes);
-    return bytes ? workspace_.data() : nullptr;
-  }
+  void* workspace(std::size_t bytes) { return bytes ? scratch_.workspace.at_least<char>(bytes) : nullptr; }
 
   cudnn::Handle owned_handle_;
   cudnnHandle_t handle_ = owned_handle_.get();
   std::vector<std::unique_ptr<Problem>> problems_;
   std::vector<std::pair<ConvGeometry, std::array<std::optional<int>, kDirections>>> preferred_;
-  Kokkos::View<char*, Kokkos::DefaultExecutionSpace::memory_space> workspace_;
-  Scratch in_, out_;  // dense copies of the input-side and output-side tensors, where needed
-  Scratch dw_;        // bf16: cuDNN's weight gradient, before it is added into fp32
+  CallScratch& scratch_ = call_scratch();
   BlockPartials<Kokkos::DefaultExecutionSpace> bias_partial_;  // bf16: the bias gradient's passes
   bool trace_ = std::getenv("TESSERA_CUDNN_TRACE") != nullptr;
 };
@@ -448,5 +462,9 @@ class CudnnConv final : public ConvBackend {
 }  // namespace
 
 std::unique_ptr<ConvBackend> make_conv_backend() { return std::make_unique<CudnnConv>(); }
+std::size_t conv_scratch_bytes() {
+  const CallScratch& s = call_scratch();
+  return s.workspace.bytes() + s.in.bytes() + s.out.bytes() + s.dw.bytes();
+}
 
 }  // namespace tessera::layers

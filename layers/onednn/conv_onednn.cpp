@@ -1,13 +1,14 @@
 // ConvBackend on oneDNN 2.x (CPU). Primitives are created per problem shape and cached;
 // they are asked for their preferred formats ("any": blocked layouts for the JIT kernels),
 // and operands move between the caller's strided NCHW / dense OIHW memory and those
-// formats by cached reorders through per-role scratch buffers — no copy when the formats
-// already agree; bf16 NCHW <-> NHWC, the AMX kernels' layout change, by plane_transpose.hpp
-// or oneDNN's reorder, whichever the first call measured faster for that pair of layouts
-// (Staging::planes_faster; the operands' moves are conv_staging.hpp). Forward,
-// backward-data and backward-weights share one descriptor setup. bf16 strided backward
-// data runs as stride-1 problems, one per row phase (stride_phases.hpp); bf16 1x1
-// convolutions as matmuls on the planes (pointwise_conv.hpp).
+// formats by cached reorders through per-role buffers shared by every layer of the process
+// (staging_arena.hpp) — no copy when the formats already agree; bf16 NCHW <-> NHWC, the
+// AMX kernels' layout change, by plane_transpose.hpp or oneDNN's reorder, whichever the
+// first call measured faster for that pair of layouts (Staging::planes_faster; the
+// operands' moves are conv_staging.hpp). Forward, backward-data and backward-weights share
+// one descriptor setup. bf16 strided backward data runs as stride-1 problems, one per row
+// phase (stride_phases.hpp); bf16 1x1 convolutions as matmuls on the planes
+// (pointwise_conv.hpp).
 // Padding (takes_padding) is the primitives' own; the phases deliver the cropped cells, and
 // a transposed forward's bias with them.
 // After a shape's first call nothing is allocated: the caller's arrays are cached memory
@@ -202,7 +203,7 @@ class OnednnConv final : public ConvBackend {
     const memory dst = staging_.output(Role::destination, pd.dst, user_y, Write::overwrite);
     const memory user_x = user_.strided(Role::source, x);
     const memory src = staging_.input(Role::source, pd.src, user_x, stream_);
-    if (src.get_data_handle() != user_x.get_data_handle()) staged_x_ = Staged{x.data, user_x.get_desc(), src};
+    if (src.get_data_handle() != user_x.get_data_handle()) staged_x_ = kept(Role::source, x.data, user_x, src);
     dnnl_exec_arg_t args[] = {
         arg(DNNL_ARG_SRC, src),
         arg(DNNL_ARG_WEIGHTS, staging_.input(Role::weights, pd.weights, user_.dense(Role::weights, p.user_weights, weight), stream_)),
@@ -248,7 +249,7 @@ class OnednnConv final : public ConvBackend {
     staging_.deliver(diff_src, user_dx, Write::overwrite, stream_, Role::source);
     stream_.wait();
     if (diff_dst.get_data_handle() != user_dy.get_data_handle())
-      staged_dy_ = Staged{dy.data, user_dy.get_desc(), diff_dst};
+      staged_dy_ = kept(Role::destination, dy.data, user_dy, diff_dst);
     return true;
   }
 
@@ -319,7 +320,7 @@ class OnednnConv final : public ConvBackend {
       stride_phases::deliver(split, phased.values.data(), reinterpret_cast<std::uint16_t*>(dx.data), dx.dims,
                              dx.strides, phased.key.geometry.pad, bias);
       if (diff_dst.get_data_handle() != user_dy.get_data_handle())
-        staged_dy_ = Staged{dy.data, user_dy.get_desc(), diff_dst};
+        staged_dy_ = kept(Role::destination, dy.data, user_dy, diff_dst);
     } else {
       throw std::logic_error("onednn conv: phased backward data runs bf16 only");
     }
@@ -375,21 +376,30 @@ class OnednnConv final : public ConvBackend {
   // (ConvBackend: the caller leaves it unchanged between the two calls):
   // - dy, from the backward_data before it (conv's backward);
   // - x, from the last forward (deconv's backward, whose convolution forward and weight
-  //   gradient both read the embedded dy as x; conv's, where backward data ran by phases).
-  // A call that stages something else into the same scratch forgets it.
+  //   gradient both read the embedded dy as x; conv's, where backward data ran by phases
+  //   or not at all).
+  // The copy lies in a buffer every layer stages into (staging_arena.hpp): it is read only
+  // while no call, of this layer or another, has claimed that buffer since (`stamp`).
   struct Staged {
     const void* data;
     memory::desc user;
     memory staged;
+    Role role;
+    std::uint64_t stamp;
   };
   std::optional<Staged> staged_dy_, staged_x_;
 
-  // The operand t in format `wanted`: the kept copy where it is t's, else staged now. The
-  // kept copy is forgotten either way (the call goes on to overwrite scratch).
+  static Staged kept(Role role, const void* data, const memory& user, const memory& staged) {
+    return {data, user.get_desc(), staged, role, onednn::StagingArena::shared().stamp(role)};
+  }
+
+  // The operand t in format `wanted`: the kept copy where it is t's and still in place, else
+  // staged now. The kept copy is forgotten either way (the call goes on to overwrite scratch).
   template <class E>
   memory staged(std::optional<Staged>& kept, Role role, const memory::desc& wanted, const Tensor4Ref<const E>& t) {
     const memory user = user_.strided(role, t);
-    const bool reuse = kept && kept->data == t.data && kept->user == user.get_desc() && kept->staged.get_desc() == wanted;
+    const bool reuse = kept && kept->data == t.data && kept->user == user.get_desc() &&
+                       kept->staged.get_desc() == wanted && kept->stamp == onednn::StagingArena::shared().stamp(kept->role);
     const memory m = reuse ? kept->staged : staging_.input(role, wanted, user, stream_);
     kept.reset();
     return m;
@@ -407,5 +417,6 @@ class OnednnConv final : public ConvBackend {
 }  // namespace
 
 std::unique_ptr<ConvBackend> make_conv_backend() { return std::make_unique<OnednnConv>(); }
+std::size_t conv_scratch_bytes() { return onednn::StagingArena::shared().bytes(); }
 
 }  // namespace tessera::layers

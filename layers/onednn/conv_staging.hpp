@@ -1,9 +1,9 @@
 #pragma once
 // The oneDNN convolution backend's operand movement (conv_onednn.cpp): the caller's strided
 // NCHW / dense arrays as cached memory objects (UserMemories), and the moves between them
-// and the formats the primitives chose (Staging) — per-role scratch, cached reorders,
-// bf16 widening where the primitives run f32, and plane_transpose where it measured faster
-// than oneDNN's reorder.
+// and the formats the primitives chose (Staging) — into the process's per-role buffers
+// (staging_arena.hpp), by cached reorders, bf16 widening where the primitives run f32, and
+// plane_transpose where it measured faster than oneDNN's reorder.
 
 #include <dnnl.hpp>
 
@@ -19,6 +19,7 @@
 #include "layers/onednn/onednn_data_type.hpp"
 #include "layers/onednn/onednn_execute.hpp"
 #include "layers/onednn/plane_transpose.hpp"
+#include "layers/onednn/staging_arena.hpp"
 
 namespace tessera::layers::onednn {
 
@@ -28,10 +29,6 @@ using Dt = memory::data_type;
 inline memory::desc strided_desc(const Shape4& d, const Index4& s, Dt dt) {
   return memory::desc({d[0], d[1], d[2], d[3]}, dt, {s[0], s[1], s[2], s[3]});
 }
-
-// Which operand a scratch buffer serves: two operands of one call never share a buffer,
-// even when their formats happen to coincide.
-enum class Role { source, weights, bias, destination, weight_gradient, bias_gradient };
 
 enum class Write { overwrite, accumulate };
 
@@ -45,11 +42,11 @@ class Staging {
     if (wanted == user.get_desc()) return user;
     memory from = user;
     if (const auto layout = converted_here(user.get_desc(), wanted)) {
-      from = scratch(role, widening::dense_f32(user.get_desc()));
+      from = scratch(role, Buffer::widened, widening::dense_f32(user.get_desc()));
       widening::widen(*layout, static_cast<const bf16*>(user.get_data_handle()), static_cast<float*>(from.get_data_handle()));
       if (wanted == from.get_desc()) return from;
     }
-    const memory inner = scratch(role, wanted);
+    const memory inner = scratch(role, Buffer::staged, wanted);
     if (transposed_here(from, inner, stream)) return inner;
     run(reorder(from.get_desc(), wanted, Write::overwrite), stream, {arg(DNNL_ARG_FROM, from), arg(DNNL_ARG_TO, inner)});
     return inner;
@@ -59,7 +56,7 @@ class Staging {
   // `user`. Accumulating outputs always go through scratch (primitives overwrite).
   memory output(Role role, const memory::desc& wanted, const memory& user, Write write) {
     if (write == Write::overwrite && wanted == user.get_desc()) return user;
-    return scratch(role, wanted);
+    return scratch(role, Buffer::staged, wanted);
   }
   void deliver(const memory& produced, const memory& user, Write write, dnnl::stream& stream, Role role) {
     if (write == Write::overwrite && produced.get_data_handle() == user.get_data_handle()) return;
@@ -67,7 +64,7 @@ class Staging {
       memory dense = produced;
       const memory::desc dense_desc = widening::dense_f32(user.get_desc());
       if (!(produced.get_desc() == dense_desc)) {
-        dense = scratch(role, dense_desc);  // the in-order stream runs this after the primitive
+        dense = scratch(role, Buffer::widened, dense_desc);  // the in-order stream runs this after the primitive
         run(reorder(produced.get_desc(), dense_desc, Write::overwrite), stream,
             {arg(DNNL_ARG_FROM, produced), arg(DNNL_ARG_TO, dense)});
       }
@@ -127,11 +124,13 @@ class Staging {
     return layout_choices_.back().planes;
   }
 
-  memory scratch(Role role, const memory::desc& desc) {
-    for (auto& s : scratch_)
-      if (s.role == role && s.buffer.get_desc() == desc) return s.buffer;
-    scratch_.push_back({role, memory(desc, engine_)});
-    return scratch_.back().buffer;
+  // A memory object of `desc` on role's buffer of the arena, claimed for this move.
+  memory scratch(Role role, Buffer which, const memory::desc& desc) {
+    auto it = std::find_if(scratch_.begin(), scratch_.end(),
+                           [&](const Scratch& s) { return s.role == role && s.which == which && s.buffer.get_desc() == desc; });
+    if (it == scratch_.end()) it = scratch_.insert(scratch_.end(), {role, which, memory(desc, engine_, nullptr)});
+    StagingArena::shared().claim(role, which, it->buffer);
+    return it->buffer;
   }
 
   dnnl::reorder& reorder(const memory::desc& from, const memory::desc& to, Write write) {
@@ -149,7 +148,8 @@ class Staging {
 
   struct Scratch {
     Role role;
-    memory buffer;
+    Buffer which;
+    memory buffer;  // on the arena's buffer, pointed there by each claim
   };
   struct CachedReorder {
     memory::desc from, to;

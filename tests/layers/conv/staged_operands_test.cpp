@@ -3,8 +3,10 @@
 // and read it in the backward_weights that follows on the same operand (deconv's backward
 // runs forward then backward_weights on one embedded dy; conv's runs backward data then
 // backward_weights on one dy) — but never for another operand, nor after a call that
-// staged something else. Each sequence's dW against the double reference, fp32 and (where
-// the backend runs it) bf16.
+// staged something else — its own call or another layer's: every layer stages into the same
+// per-role buffers of the process (layers/onednn/staging_arena.hpp), which is also why a
+// second layer of the same shapes takes no more memory. Each sequence's dW against the
+// double reference, fp32 and (where the backend runs it) bf16.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "layers/conv_backend.hpp"
+#include "layers/onednn/staging_arena.hpp"
 #include "tests/layers/conv/conv_reference.hpp"
 
 namespace tessera::layers {
@@ -82,6 +85,17 @@ void expect_weight_gradients_of_their_operands(std::int64_t stride) {
   conv_forward<T>(*backend, g, x.in(), weight.values.data(), nullptr, y.out());
   conv_backward_data<T>(*backend, g, dy.in(), weight.values.data(), dx.out());
   EXPECT_LE(weight_gradient(other_x, dy), tolerance) << "forward(x), backward data(dy), then dW of another x";
+
+  // Another layer of the same shapes (its own backend) stages between: x and dy as this
+  // layer staged them are overwritten in the shared buffers, so dW must stage them again.
+  const auto other_layer = make_conv_backend();
+  conv_forward<T>(*backend, g, x.in(), weight.values.data(), nullptr, y.out());
+  conv_forward<T>(*other_layer, g, other_x.in(), weight.values.data(), nullptr, y.out());
+  EXPECT_LE(weight_gradient(x, dy), tolerance) << "forward(x), another layer's forward(another x), then dW of x";
+  conv_backward_data<T>(*backend, g, dy.in(), weight.values.data(), dx.out());
+  conv_backward_data<T>(*other_layer, g, other_dy.in(), weight.values.data(), dx.out());
+  EXPECT_LE(weight_gradient(x, dy), tolerance)
+      << "backward data(dy), another layer's backward data(another dy), then dW of dy";
 }
 
 TEST(ConvBackendCalls, WeightGradientReadsItsOwnOperandsFp32) {
@@ -89,6 +103,32 @@ TEST(ConvBackendCalls, WeightGradientReadsItsOwnOperandsFp32) {
 }
 TEST(ConvBackendCalls, WeightGradientReadsItsOwnOperandsBf16) {
   for (const std::int64_t stride : {1, 2}) expect_weight_gradients_of_their_operands<bf16>(stride);
+}
+
+// Layers share the staging buffers rather than each holding its own: a second layer of
+// the same shapes, run through forward and backward, adds no bytes to what the first grew.
+TEST(ConvBackendCalls, LayersShareTheirStagingBuffers) {
+  std::mt19937 random(5);
+  ReferenceConv reference;
+  reference.o.out = 32, reference.o.kh = reference.o.kw = 3;
+  reference.x_shape = {2, 32, 40, 36};  // 32 channels: staged in blocked formats
+  const ConvGeometry g = reference.o.geometry();
+  const Operand<float> x(reference.x_shape, random), dy(reference.y_shape(), random), weight(reference.w_shape(), random);
+  Operand<float> y(reference.y_shape()), dx(reference.x_shape);
+  std::vector<float> dw(weight.values.size(), 0.0f);
+  const auto step = [&](ConvBackend& layer) {
+    conv_forward<float>(layer, g, x.in(), weight.values.data(), nullptr, y.out());
+    conv_backward_data<float>(layer, g, dy.in(), weight.values.data(), dx.out());
+    conv_backward_weights<float>(layer, g, x.in(), dy.in(), dw.data(), nullptr);
+  };
+  const onednn::StagingArena& arena = onednn::StagingArena::shared();
+  const auto first = make_conv_backend(), second = make_conv_backend();
+  step(*first);
+  const std::size_t after_first = arena.bytes();
+  const std::size_t operand_bytes = (x.values.size() + dy.values.size()) * sizeof(float);
+  ASSERT_GE(after_first, operand_bytes) << "the first layer staged x and dy in the shared buffers";
+  step(*second);
+  EXPECT_EQ(arena.bytes(), after_first) << "a second layer of the same shapes allocated its own staging buffers";
 }
 
 }  // namespace
