@@ -106,6 +106,22 @@ int ranks_sharing(MPI_Comm comm, int colour) {
 
 }  // namespace
 
+std::optional<ResidentMemory> resident_memory(const fs::path& root) {
+  std::ifstream in(root / "proc/self/status");
+  std::optional<std::int64_t> now, peak;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    std::int64_t kib = 0;
+    if (!(fields >> key >> kib)) continue;
+    if (key == "VmRSS:") now = kib * 1024;
+    if (key == "VmHWM:") peak = kib * 1024;
+  }
+  if (!now || !peak) return std::nullopt;
+  return ResidentMemory{*now, *peak};
+}
+
 std::optional<MemoryShare> host_memory_available(const fs::path& root) {
   const auto available = mem_available(root);
   if (!available) return std::nullopt;

@@ -31,6 +31,13 @@ std::optional<MemoryShare> host_memory_available(const std::filesystem::path& ro
 // divided among the ranks on the node. Collective over `comm`. nullopt when unknown.
 std::optional<MemoryShare> rank_memory_share(MPI_Comm comm);
 
+// This process's resident memory now and its peak so far (VmRSS and VmHWM of
+// /proc/self/status under `root`); nullopt where the file or either line is missing.
+struct ResidentMemory {
+  std::int64_t now = 0, peak = 0;
+};
+std::optional<ResidentMemory> resident_memory(const std::filesystem::path& root = "/");
+
 // "512M", "8G", "1.5GiB", "300000000": bytes (K, M, G, T are powers of 1024; an optional
 // "B" or "iB" follows). Throws std::invalid_argument naming `what` for anything else.
 std::int64_t parse_byte_size(const std::string& text, const std::string& what);

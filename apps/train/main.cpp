@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -202,19 +203,29 @@ int predict(const Runtime& runtime, const AppOptions& a) {
   return 0;
 }
 
+// What rank 0 held at its peak against the header's plan: the growth over what the
+// process held before the model was built (libraries, MPI), and the convolution backend's
+// scratch, which the plan leaves out (the backend sizes it on each layer's first call).
+void print_memory_used(const std::optional<ResidentMemory>& before) {
+  const std::optional<ResidentMemory> after = resident_memory();
+  const auto scratch = static_cast<std::int64_t>(layers::conv_scratch_bytes());
+  if (!before || !after) return;
+  std::printf("memory on rank 0: peak resident %s, %s more than before the model was built; convolution scratch %s\n",
+              format_bytes(after->peak).c_str(), format_bytes(after->peak - before->now).c_str(),
+              format_bytes(scratch).c_str());
+}
+
 int run(const Runtime& runtime, const AppOptions& a) {
   if (a.predict != 0) return predict(runtime, a);
   // Drawn after training: an unwritable path must fail before it, not after.
   if (!a.filters_png.empty()) models::check_output_writable(a.filters_png, runtime.world(), "--filters-png file");
+  const std::optional<ResidentMemory> before = resident_memory();
   const models::TrainingSummary s = models::train(a.train, runtime.world(), print);
   if (runtime.rank() != 0) return 0;
   std::printf("trained %lld steps (%lld in this run), last loss %.5f, %.1f images/s\n",
               static_cast<long long>(s.steps), static_cast<long long>(s.steps - s.first_step), s.last_loss,
               s.images_per_second);
-  // Not in the header's plan: the backend sizes it on each layer's first call.
-  if (const std::size_t scratch = layers::conv_scratch_bytes())
-    std::printf("convolution scratch: %s on rank 0, shared by its convolution layers, beside the planned tensors\n",
-                format_bytes(static_cast<std::int64_t>(scratch)).c_str());
+  print_memory_used(before);
   if (s.evaluation && std::isfinite(s.evaluation->accuracy))
     std::printf("test accuracy: %.2f%% on %lld samples (loss %.5f)\n", 100 * s.evaluation->accuracy,
                 static_cast<long long>(s.evaluation->samples), s.evaluation->loss);

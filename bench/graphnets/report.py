@@ -7,8 +7,8 @@ ROWS.tsv lines: net, size, precision (fp32 or bf16), ranks (or "torch"), grid, t
 result file, log file. A
 Tessera result is tessera-train's --metrics file (its step lines; the step time is the
 median of step_s - data_s after the first K steps) and its stdout (the header's parameter
-count and rank 0's "activations+gradients" bytes); a PyTorch result is torch_graph_nets.py's
-JSON line. A PyTorch network whose parameter count is not Tessera's is an error: the two
+count and rank 0's "activations+gradients" bytes, and its last line's peak memory); a PyTorch
+result is torch_graph_nets.py's JSON line. A PyTorch network whose parameter count is not Tessera's is an error: the two
 sides must train the same network. With both precisions, a second table sets each bf16 step
 and activation size beside the fp32 one.
 """
@@ -27,10 +27,39 @@ def tessera(metrics, log, skip):
     text = open(log).read()
     parameters = re.search(r"\((\d+) parameters\)", text)
     activations = re.search(r"activations\+gradients (\d+) bytes", text)
+    growth = re.search(r"^memory on rank 0: .*?, ([0-9.]+ [KMGT]?i?B) more than before the model was built", text, re.M)
     if not parameters or not activations:
         sys.exit(f"report.py: no parameter count or activation bytes in {log}")
     return {"step_s": statistics.median(s["step_s"] - s["data_s"] for s in steps),
-            "parameters": int(parameters.group(1)), "activation_bytes": int(activations.group(1))}
+            "parameters": int(parameters.group(1)), "activation_bytes": int(activations.group(1)),
+            "peak_growth_bytes": byte_count(growth.group(1)) if growth else None}
+
+
+def byte_count(text):
+    """tessera-train's "312 MiB" / "1.50 GiB" / "900 B" (distarray/node_memory.hpp format_bytes)."""
+    number, unit = text.split()
+    return float(number) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[unit]
+
+
+def peak_memory(groups):
+    print("\n## Peak memory, rank 0 beside PyTorch\n")
+    print("Resident memory at the peak less what the process held before the model was built (libraries,")
+    print("MPI): tessera-train's last line, VmHWM - VmRSS of /proc/self/status in torch_graph_nets.py.")
+    print("It holds everything: activations, gradients, parameters, optimizer state, the convolution")
+    print("scratch, the data. Below 1: Tessera's rank 0 held less than PyTorch's one process.\n")
+    print("| network | image | precision | ranks (grid) | Tessera rank 0 (MiB) | PyTorch (MiB) | Tessera / PyTorch |")
+    print("|---|---|---|---|---|---|---|")
+    for (net, size, precision), group in groups.items():
+        torch = group["torch"]
+        theirs = torch.get("peak_growth_bytes") if torch else None
+        for r in sorted(group["tessera"], key=lambda r: r["ranks"]):
+            ours = r["peak_growth_bytes"]
+            if ours is None:
+                continue
+            ratio = f"{ours / theirs:.2f}" if theirs else "–"
+            torch_mib = f"{theirs / 2**20:.0f}" if theirs else "–"
+            print(f"| {net} | {size}×{size} | {precision} | {r['ranks']} ({r['grid']}) | {ours / 2**20:.0f} "
+                  f"| {torch_mib} | {ratio} |")
 
 
 def bf16_against_fp32(groups):
@@ -105,6 +134,7 @@ def main():
             print(f"| {net} ({r['parameters']:,} parameters) | {size}×{size} | {precision} | {r['ranks']} ({r['grid']}){over} "
                   f"| {r['threads']} | {r['step_s']:.3f} | {torch_s} | {ratio} "
                   f"| {r['activation_bytes'] / 2**20:.1f} | {split} |")
+    peak_memory(groups)
     bf16_against_fp32(groups)
     if args.torch_note:
         print(f"\n{args.torch_note}")

@@ -89,6 +89,15 @@ def build(torch, args, channels):
     return nn.Sequential(*layers)
 
 
+def resident_kib(key):
+    """VmRSS (now) or VmHWM (peak) of this process, in KiB: measured as tessera-train measures
+    its own, so the two peaks' growth over the moment before the model was built compare."""
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    sys.exit(f"torch_graph_nets.py: no {key} in /proc/self/status")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--net", choices=["resnet", "unet"], required=True)
@@ -119,6 +128,7 @@ def main():
     torch.manual_seed(1)
 
     n, c, h, w = args.shape
+    before = resident_kib("VmRSS")
     model = build(torch, args, c).train()
     generator = torch.Generator().manual_seed(1)
     clean = torch.rand(args.shape, generator=generator)
@@ -140,6 +150,7 @@ def main():
             times.append(time.perf_counter() - t0)
     print(json.dumps({"label": args.label, "step_s": statistics.median(times), "step_s_min": min(times),
                       "step_s_max": max(times), "parameters": sum(p.numel() for p in model.parameters()),
+                      "peak_growth_bytes": (resident_kib("VmHWM") - before) * 1024,
                       "threads": torch.get_num_threads(), "precision": args.precision, "torch": torch.__version__}))
 
 

@@ -1,12 +1,14 @@
 // What a rank may allocate: MemAvailable, cgroup v1 and v2 limits (the tightest of the
 // process's cgroup and its ancestors, usage subtracted) read from fake /proc and /sys
-// trees; byte sizes as users write them; byte counts as messages print them.
+// trees; byte sizes as users write them; byte counts as messages print them; the process's
+// resident memory, from a fake /proc/self/status and from the real one.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "distarray/node_memory.hpp"
 
@@ -115,6 +117,34 @@ TEST(ByteSizes, AsMessagesPrintThem) {
   EXPECT_EQ(format_bytes(std::int64_t{312} << 20), "312 MiB");
   EXPECT_EQ(format_bytes(std::int64_t{3} << 29), "1.50 GiB");
   EXPECT_EQ(format_bytes(28800000000), "26.8 GiB");
+}
+
+TEST_F(FakeMachine, ResidentMemoryNowAndPeak) {
+  write("proc/self/status", "Name:\ttessera-train\nVmPeak:\t  900000 kB\nVmHWM:\t  420000 kB\nVmRSS:\t  410000 kB\n");
+  const auto rss = resident_memory(root_);
+  ASSERT_TRUE(rss);
+  EXPECT_EQ(rss->now, std::int64_t{410000} * 1024);
+  EXPECT_EQ(rss->peak, std::int64_t{420000} * 1024);
+}
+
+TEST_F(FakeMachine, ResidentMemoryUnknownWithoutBothLines) {
+  write("proc/self/status", "Name:\ttessera-train\nVmRSS:\t  410000 kB\n");
+  EXPECT_FALSE(resident_memory(root_));
+  fs::remove(root_ / "proc/self/status");
+  EXPECT_FALSE(resident_memory(root_));
+}
+
+TEST(ResidentMemory, ThisProcessPeakGrowsWithWhatItTouches) {
+  const auto before = resident_memory();
+  ASSERT_TRUE(before) << "no VmRSS / VmHWM in /proc/self/status";
+  EXPECT_GT(before->now, 0);
+  EXPECT_GE(before->peak, before->now);
+  const std::size_t bytes = std::size_t{64} << 20;
+  std::vector<char> touched(bytes, 1);  // written, so resident
+  const auto after = resident_memory();
+  ASSERT_TRUE(after);
+  EXPECT_GE(after->peak, before->now + static_cast<std::int64_t>(bytes) / 2) << "64 MiB written, peak barely moved";
+  EXPECT_EQ(touched[bytes - 1], 1);
 }
 
 }  // namespace
