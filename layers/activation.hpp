@@ -82,6 +82,9 @@ class Activation final : public Layer<T> {
   }
 
   std::string kind() const override { return Fn::name; }
+  typename Layer<T>::BackwardReads backward_reads() const override {
+    return {.inputs = !Fn::from_output, .output = Fn::from_output};
+  }
   std::string options() const override { return f_.to_spec(); }
   const Fn& function() const { return f_; }
 
@@ -115,7 +118,8 @@ class Activation final : public Layer<T> {
           // cuDNN refuses (NOT_SUPPORTED) a backward whose y, dy and dx are laid out apart, as
           // a graph's tensors with different halos are (found on the first GPU run).
           if constexpr (kLibrary && Fn::from_output)
-            if (library_ && same_layout(x.local(window), dy.local(window), dxs))
+            if (library_ && *library_fn_ != LibraryActivation::relu &&  // relu: see pointwise_library.hpp
+                same_layout(x.local(window), dy.local(window), dxs))
               return library_->activation_backward_from_output(*library_fn_, tensor_ref<const T>(x.local(window)),
                                                                tensor_ref<const T>(dy.local(window)),
                                                                tensor_ref<T>(dxs));

@@ -6,7 +6,10 @@
 // gradient(x, dy) is dx = d value / d x at the input x times dy. Where the slope is a
 // function of the output (sigmoid, tanh: from_output), backward keeps y instead of x, as
 // PyTorch does, and uses gradient_from_output(y, dy), the same expression on the same
-// rounded y, so no exp is recomputed; relu and leakyrelu keep x (from_output = false).
+// rounded y, so no exp is recomputed. relu keeps y too (PyTorch's threshold_backward reads
+// its result): y <= 0 exactly where x <= 0, NaN included, so the gradient is the same bits,
+// and a model need not keep relu's input — batch norm's output before it (models/graph.hpp,
+// "Memory"). leakyrelu keeps x (from_output = false): with a negative slope y > 0 at x < 0.
 // It selects rather than multiplies where PyTorch's backward selects, so a NaN or infinite
 // dy where the slope is 0 gives 0, not 0 * NaN; NaN inputs propagate as in PyTorch.
 //
@@ -34,13 +37,15 @@ struct Relu {
   static constexpr const char* name = "relu";
   static Relu parse(SpecOptions&) { return {}; }
   std::string to_spec() const { return ""; }
-  static constexpr bool from_output = false;
+  static constexpr bool from_output = true;
   template <class T>
   Relu typed() const { return *this; }
   template <class T>
   KOKKOS_INLINE_FUNCTION T value(T x) const { return fp32_math::select(x < T(0), T(0), x); }  // clamp_min
   template <class T>
   KOKKOS_INLINE_FUNCTION T gradient(T x, T dy) const { return fp32_math::select(x <= T(0), T(0), dy); }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T gradient_from_output(T y, T dy) const { return gradient(y, dy); }
 };
 
 // leakyrelu(x) = x for x > 0, slope * x otherwise (so NaN -> NaN); slope defaults to

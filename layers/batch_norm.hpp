@@ -64,6 +64,7 @@ class BatchNorm2d final : public Layer<T> {
   }
 
   std::string kind() const override { return "batchnorm"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = true, .output = false}; }
   std::string options() const override { return options_.to_spec(); }
   const BatchNormOptions& batch_norm_options() const { return options_; }
 

@@ -56,6 +56,7 @@ class Conv2d final : public Layer<T> {
   }
 
   std::string kind() const override { return "conv"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = true, .output = false}; }
   std::string options() const override { return options_.to_spec(); }
   const Conv2dOptions& conv_options() const { return options_; }
   std::int64_t in_channels() const { return in_channels_; }

@@ -178,6 +178,7 @@ class Deconv2d final : public Layer<T> {
   }
 
   std::string kind() const override { return "deconv"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = true, .output = false}; }
   std::string options() const override { return options_.to_spec(); }
   const Deconv2dOptions& deconv_options() const { return options_; }
   std::int64_t in_channels() const { return in_channels_; }

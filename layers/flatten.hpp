@@ -23,6 +23,7 @@ template <class T>
 class Flatten final : public Layer<T> {
  public:
   std::string kind() const override { return "flatten"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = false, .output = false}; }
   std::string options() const override { return ""; }
   Shape4 output_shape(const Shape4& input) const override { return input; }
   Box input_window(const Box& output, const Shape4&) const override { return output; }

@@ -107,6 +107,7 @@ class GlobalAvgPool final : public Layer<T> {
     return {};
   }
   std::string kind() const override { return "gap"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = false, .output = false}; }
   std::string options() const override { return ""; }
 
   Shape4 output_shape(const Shape4& input) const override { return {input[N], input[C], 1, 1}; }

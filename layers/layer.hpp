@@ -74,6 +74,18 @@ class Layer {
 
   virtual std::vector<Parameter<T>*> params() { return {}; }
 
+  // Which of forward's tensors backward (and backward_parameters) reads besides dy: its
+  // inputs, its output. In training a model lets an activation's buffer hold another array
+  // once no later step reads it (models/graph.hpp, "Memory"), so a layer must not declare
+  // less than it reads: its gradients would come from overwritten cells. The default, both,
+  // is always right; built-in layers declare what they read (conv: its input; relu: its
+  // output; add, concat, upsample: neither).
+  struct BackwardReads {
+    bool inputs = true;
+    bool output = true;
+  };
+  virtual BackwardReads backward_reads() const { return {}; }
+
   // Overlap and transport of this layer's halo exchanges, set for a whole model by the
   // trainer (--overlap, --halo-transport); a layer without exchanges ignores it. Call
   // before the first forward.

@@ -88,6 +88,7 @@ class Linear final : public Layer<T> {
   }
 
   std::string kind() const override { return "linear"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = true, .output = false}; }
   std::string options() const override { return options_.to_spec(); }
   std::int64_t in_features() const { return in_[0] * in_[1] * in_[2]; }
 

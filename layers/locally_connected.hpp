@@ -72,6 +72,7 @@ class LocallyConnected2d final : public Layer<T> {
   }
 
   std::string kind() const override { return "local"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = true, .output = false}; }
   std::string options() const override { return options_.to_spec(); }
   const LocalOptions& local_options() const { return options_; }
 

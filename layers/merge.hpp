@@ -42,6 +42,7 @@ template <class T>
 class Add final : public MultiInputLayer<T> {
  public:
   std::string kind() const override { return "add"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = false, .output = false}; }
   std::string options() const override { return ""; }
   InputArity arity() const override { return {2, InputArity::unbounded}; }
 
@@ -75,6 +76,7 @@ template <class T>
 class Concat final : public MultiInputLayer<T> {
  public:
   std::string kind() const override { return "concat"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = false, .output = false}; }
   std::string options() const override { return ""; }
   InputArity arity() const override { return {2, InputArity::unbounded}; }
 

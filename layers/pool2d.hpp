@@ -56,6 +56,7 @@ class Pool2d final : public Layer<T> {
   }
 
   std::string kind() const override { return std::string(pool_kind_name(options_.kind)); }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = true, .output = false}; }
   std::string options() const override { return options_.to_spec(); }
   const Pool2dOptions& pool_options() const { return options_; }
 

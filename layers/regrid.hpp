@@ -46,6 +46,7 @@ class Regrid final : public Layer<T> {
   explicit Regrid(const GridDims& grid) : grid_(grid) {}
 
   std::string kind() const override { return "regrid"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = false, .output = false}; }
   std::string options() const override { return "grid=" + format_grid(grid_); }
   Shape4 output_shape(const Shape4& input) const override { return input; }
   // The same global cells, wherever they live (the window is not on the input's grid, so

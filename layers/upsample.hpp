@@ -189,6 +189,7 @@ class Upsample final : public Layer<T> {
   }
 
   std::string kind() const override { return "upsample"; }
+  typename Layer<T>::BackwardReads backward_reads() const override { return {.inputs = false, .output = false}; }
   std::string options() const override { return options_.to_spec(); }
 
   Shape4 output_shape(const Shape4& input) const override {

@@ -29,14 +29,20 @@
 //
 // Memory. Every buffer is allocated once, at construction, and a pass allocates nothing;
 // which arrays share a buffer is planned once by liveness (models/buffer_sharing.hpp):
-// - Passes::training: every activation is kept (layers read their inputs again in
-//   backward; models/tica.hpp and the trainer read activations by index). An activation's
-//   gradient lives from its first write (its last reader's backward) to its producer's
-//   backward; gradients and gradient-sum scratch arrays of one grid and shape whose
-//   lifetimes do not overlap share a buffer (with the union of their halos): a chain
-//   needs two per shape, a ResNet of equal blocks a few. gradient(a) is valid from its
-//   first write until its producer's backward is done; gradient(0) after backward (not
-//   after backward_parameters, which does not compute it).
+// - Passes::training: an activation lives from its producer's forward to the last step
+//   that reads it — its last reader's forward, the backward of each reader that reads its
+//   inputs again, its producer's backward where that reads its output
+//   (Layer::backward_reads) — and activations of one grid and shape whose lifetimes do
+//   not overlap share a buffer: batch norm's output before a relu (which keeps its
+//   output), a deconvolution's before a concat. activation(a) is valid until that last
+//   step; the input and the output stay. An activation's gradient lives from its first
+//   write (its last reader's backward) to its producer's backward; gradients and
+//   gradient-sum scratch arrays share buffers by the same rule (a chain needs two per
+//   shape, a ResNet of equal blocks a few). gradient(a) is valid from its first write
+//   until its producer's backward is done; gradient(0) after backward (not after
+//   backward_parameters, which does not compute it).
+// - Passes::training_with_activations_kept: the same, but every activation keeps its own
+//   buffer, for a caller that reads activations after forward (models/tica.hpp).
 // - Passes::forward_only (evaluation, inference): no gradients, and activations share by
 //   the same rule forward — activation a lives from its producer to its last reader, so
 //   activation(a) is valid only until the nodes after its last reader overwrite it; the
@@ -70,7 +76,7 @@ using NamedParameters = std::vector<std::pair<std::string, layers::Parameter<T>*
 std::uint64_t layer_seed(std::uint64_t seed, std::size_t index);
 
 // What a model is built for: which buffers it keeps (see "Memory" above).
-enum class Passes { training, forward_only };
+enum class Passes { training, training_with_activations_kept, forward_only };
 
 template <class T>
 class Graph {

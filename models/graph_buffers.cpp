@@ -3,6 +3,7 @@
 #include "models/graph.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,13 +29,32 @@ using graph_internal::union_of;
 //
 // Forward (forward-only models): the loader writes the input at step 0, node i runs at
 // step i+1; activation a lives from its producer to its last reader, the output past the
-// pass. In training every activation is kept: layers read their inputs again in backward.
+// pass.
+//
+// Activations in training: forward as above, then the loss at step count+1 and node i's
+// backward at step 2*count+1-i. Activation a lives from its producer to the last step that
+// reads it: its last reader's forward, the backward of each reader that reads its inputs
+// again, and its producer's backward where that reads its output (Layer::backward_reads).
+// The input and the output are kept past the pass (the loader and the loss use them), and
+// with Passes::training_with_activations_kept every activation is (its caller reads them).
 template <class T>
 void Graph<T>::plan_sharing() {
   const std::size_t count = nodes_.size();
   std::vector<std::size_t> last_reader(count + 1, 0);
   for (std::size_t i = 0; i < count; ++i)
     for (const std::size_t a : nodes_[i].inputs) last_reader[a] = std::max(last_reader[a], i);
+  const std::size_t after_pass = 2 * count + 2;
+  std::vector<std::size_t> last_training_read(count + 1, after_pass);
+  for (std::size_t a = 1; a < count; ++a) {
+    const auto backward_step = [&](std::size_t node) { return 2 * count + 1 - node; };
+    std::size_t last = last_reader[a] + 1;
+    if (nodes_[a - 1].layer->backward_reads().output) last = std::max(last, backward_step(a - 1));
+    for (std::size_t i = 0; i < count; ++i)
+      if (nodes_[i].layer->backward_reads().inputs &&
+          std::find(nodes_[i].inputs.begin(), nodes_[i].inputs.end(), a) != nodes_[i].inputs.end())
+        last = std::max(last, backward_step(i));
+    last_training_read[a] = last;
+  }
   // Arrays may share only with arrays of the same grid and global shape.
   std::vector<std::pair<const ProcessGrid*, Shape4>> kinds;
   const auto kind_of = [&](std::size_t a) {
@@ -69,9 +89,20 @@ void Graph<T>::plan_sharing() {
     scratch_use_.assign(count, std::vector<std::size_t>{});
     return;
   }
+  if (passes_ == Passes::training_with_activations_kept) {
+    for (std::size_t a = 0; a <= count; ++a) {
+      activation_plan_.push_back({grids_[a], shapes_[a], halos_[a], {a}});
+      activation_of_.push_back(a);
+    }
+  } else {
+    for (std::size_t a = 0; a <= count; ++a) requests.push_back({kind_of(a), a, last_training_read[a]});
+    owner.resize(count + 1);
+    std::iota(owner.begin(), owner.end(), std::size_t{0});
+    activation_of_ = plan(requests, owner, activation_plan_);
+    requests.clear();
+    owner.clear();
+  }
   for (std::size_t a = 0; a <= count; ++a) {
-    activation_plan_.push_back({grids_[a], shapes_[a], halos_[a], {a}});
-    activation_of_.push_back(a);
     const std::size_t first = a == count ? 0 : count - last_reader[a], last = a == 0 ? count + 1 : count - (a - 1);
     requests.push_back({kind_of(a), first, last});
     owner.push_back(a);

@@ -67,6 +67,9 @@ TicaObjectiveOf<T>::TicaObjectiveOf(Sequential<T>& model, const ProcessGrid& gri
   }
   if (stages_.empty())
     throw std::invalid_argument("TICA needs a model with at least one stage local(...),l2pool(...) (e.g. le2012)");
+  // The objective reads the stages' activations between the model's passes.
+  if (model.passes() != Passes::training_with_activations_kept)
+    throw std::logic_error("TICA: build the model with Passes::training_with_activations_kept");
 }
 
 template <class T>

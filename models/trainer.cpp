@@ -55,6 +55,11 @@ GridDims grid_dims(const TrainerOptions& o, MPI_Comm comm, const Line& say) {
   return choice.dims;
 }
 
+// TICA's objective reads the model's activations between its passes (models/graph.hpp).
+Passes passes_for(const TrainerOptions& o) {
+  return o.objective == "tica" ? Passes::training_with_activations_kept : Passes::training;
+}
+
 template <class T>
 std::optional<TicaObjectiveOf<T>> make_tica(const TrainerOptions& o, Sequential<T>& model, const ProcessGrid& grid) {
   if (o.objective != "tica") return std::nullopt;
@@ -78,7 +83,7 @@ Run<T>::Run(const TrainerOptions& o, MPI_Comm comm, const Line& say, MemoryFigur
       data_(o.data, grid_.comm()),
       spec_(resolve_model(o.model, data_.batch_shape(o.batch))),
       memory_(check_memory_fits(memory)),
-      model_(spec_, data_.batch_shape(o.batch), grid_, o.seed),
+      model_(spec_, data_.batch_shape(o.batch), grid_, o.seed, LayerRegistry::global(), passes_for(o)),
       tica_(make_tica(o, model_, grid_)),
       settings_(scaled(o.optimizer, o)),
       optimizer_(make_optimizer(settings_, parameters(), grid_)),
@@ -361,7 +366,7 @@ std::vector<layers::Parameter<T>*> Run<T>::parameters() {
 template <class T>
 MemoryFigures& Run<T>::check_memory_fits(MemoryFigures& memory) {
   const Shape4 input = data_.batch_shape(o_.batch);
-  memory.plan = Sequential<T>::memory_plan(spec_, input, grid_);
+  memory.plan = Sequential<T>::memory_plan(spec_, input, grid_, LayerRegistry::global(), passes_for(o_));
   const MemoryItem output = memory.plan.items().back();  // the output activation (no halo; Graph::memory_plan)
   // Optimizer state and TICA's decoders are fp32 per parameter element, whatever T is.
   const std::int64_t parameter_bytes = memory.plan.parameter_elements() * std::int64_t(sizeof(float));

@@ -28,17 +28,23 @@ std::int64_t floats(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t
   return n * c * h * w * static_cast<std::int64_t>(sizeof(float));
 }
 
-// A chain of equal shapes: 7 activations (those read by a conv with a 1-cell halo), and
-// where every gradient used to have its own array, two gradient buffers in turn (the
-// producer's backward reads one while it writes the other). Forward only: two activation
-// buffers and no gradients. The plan is what the model allocates.
+// A chain of equal shapes. Training: the three convolutions' inputs (with a 1-cell halo)
+// and the output are kept to the end; each convolution's output lives only until the relu
+// after it has run (relu keeps its output, conv its input: Layer::backward_reads), so the
+// three take turns in one buffer; and where every gradient used to have its own array,
+// two gradient buffers in turn (the producer's backward reads one while it writes the
+// other). Kept for TICA: all 7 activations. Forward only: two activation buffers and no
+// gradients. The plan is what the model allocates.
 TEST(GraphMemory, ChainGradientsUseTwoBuffers) {
   const std::string chain = "conv(out=4,k=3,pad=1), relu, conv(out=4,k=3,pad=1), relu, conv(out=4,k=3,pad=1), relu";
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const Shape4 shape{2, 4, 16, 16};
   const std::int64_t with_halo = floats(2, 4, 18, 18), without = floats(2, 4, 16, 16);
   const MemoryPlan training = Sequential<float>::memory_plan(chain, shape, self);
-  EXPECT_EQ(training.total(MemoryUse::activations), 3 * with_halo + 4 * without + with_halo + without);
+  EXPECT_EQ(training.total(MemoryUse::activations), 3 * with_halo + 2 * without + with_halo + without);
+  const MemoryPlan kept = Sequential<float>::memory_plan(chain, shape, self, LayerRegistry::global(),
+                                                         Passes::training_with_activations_kept);
+  EXPECT_EQ(kept.total(MemoryUse::activations), 3 * with_halo + 4 * without + with_halo + without);
   const MemoryPlan forward = Sequential<float>::memory_plan(chain, shape, self, LayerRegistry::global(), Passes::forward_only);
   EXPECT_EQ(forward.total(MemoryUse::activations), with_halo + without);
   Sequential<float> model(chain, shape, self, 1);
@@ -72,6 +78,55 @@ TEST(GraphMemory, PresetsPlanFewerBytesThanOneArrayPerTensor) {
     EXPECT_LT(training, unshared_bytes(model) * 4 / 5);
     EXPECT_LT(forward, training / 2);
   }
+}
+
+// In training, an activation's buffer takes another array once no later step reads it
+// (Layer::backward_reads): every built-in layer must declare all it reads. Chains of one
+// layer at equal shapes make each freed buffer the next activation's, so a layer that read
+// an input or output it did not declare would compute from overwritten cells; the
+// gradients must be those of the model that keeps every activation, bit for bit, on every
+// grid. (Declaring no input read for conv, or no output read for relu, fails this.)
+TEST(GraphMemory, SharedActivationsGiveTheGradientsOfKeptOnes) {
+  const auto four = [](const std::string& layer) { return layer + "," + layer + "," + layer + "," + layer; };
+  const std::vector<std::pair<std::string, Shape4>> cases{
+      {four("conv(out=4,k=3,pad=1)"), {2, 4, 8, 9}},
+      {four("deconv(out=4,k=3,pad=1)"), {2, 4, 8, 9}},
+      {four("local(out=4,k=3,pad=1)"), {2, 4, 8, 9}},
+      {four("batchnorm"), {2, 4, 8, 9}},
+      {four("relu"), {2, 4, 8, 9}},
+      {four("leakyrelu(slope=-0.5)"), {2, 4, 8, 9}},
+      {four("sigmoid") + "," + four("tanh"), {2, 4, 8, 9}},
+      {four("maxpool(k=3,stride=1,pad=1)") + "," + four("avgpool(k=3,stride=1,pad=1)"), {2, 4, 8, 9}},
+      {four("l2pool(k=3,stride=1,pad=1)"), {2, 4, 8, 9}},
+      {"conv(out=4,k=3,pad=1)," + four("upsample(scale=2),avgpool(k=2)"), {2, 4, 8, 8}},
+      {four("linear(out=8)"), {2, 4, 8, 9}},
+      {kResidualBlocks, {2, 3, 9, 12}},
+      {kUnetLevel, {2, 3, 14, 12}},
+      {kJoins, {2, 2, 11, 10}},
+      {kHead, {2, 3, 12, 12}},
+      {"unet(depth=2,width=4,out=2)", {2, 1, 16, 16}}};
+  for (const auto& [spec, shape] : cases) {
+    const HostArray<float> x = random_array(shape, 9);
+    for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
+      if (dims[0] > 2) continue;
+      SCOPED_TRACE(spec + " on grid " + format_grid(dims));
+      const ProcessGrid grid(MPI_COMM_WORLD, dims);
+      const StepResult shared = run_step(grid, spec, shape, x);
+      const StepResult kept = run_step(grid, spec, shape, x, Passes::training_with_activations_kept);
+      EXPECT_EQ(shared.dparams, kept.dparams);
+      if (tessera::testing::world_rank() == 0) {
+        EXPECT_EQ(shared.output, kept.output);
+        EXPECT_EQ(shared.dx, kept.dx);
+      }
+    }
+  }
+  // The chain of convolutions does share: its inner activations take turns in buffers.
+  const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
+  const std::string chain = four("conv(out=4,k=3,pad=1),batchnorm,relu");
+  EXPECT_LT(Sequential<float>::memory_plan(chain, {2, 4, 8, 9}, self).total(MemoryUse::activations),
+            Sequential<float>::memory_plan(chain, {2, 4, 8, 9}, self, LayerRegistry::global(),
+                                           Passes::training_with_activations_kept)
+                .total(MemoryUse::activations));
 }
 
 // A forward-only model (activations sharing buffers) computes what the training model

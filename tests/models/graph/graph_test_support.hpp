@@ -33,8 +33,8 @@ struct StepResult {
 
 // One forward and backward of `spec` on `grid`, the loss sum(y * w): dy = w.
 inline StepResult run_step(const ProcessGrid& grid, const std::string& spec, const Shape4& shape,
-                           const HostArray<float>& x) {
-  Sequential<float> model(spec, shape, grid, /*seed=*/7);
+                           const HostArray<float>& x, Passes passes = Passes::training) {
+  Sequential<float> model(spec, shape, grid, /*seed=*/7, LayerRegistry::global(), passes);
   scatter(x, model.input());
   const layers::Tensor<float>& y = model.forward(model.input());
   scatter(random_array(y.distribution().global_shape(), 11), model.output_gradient());

@@ -65,7 +65,7 @@ struct TicaRun {
 // `x` holds bf16 values already, so both precisions see the same input.
 template <class T>
 TicaRun run_tica(const ProcessGrid& grid, const Case& c, const HostArray<float>& x) {
-  Sequential<T> model(kTwoStages, kInput, grid, 13);
+  Sequential<T> model(kTwoStages, kInput, grid, 13, LayerRegistry::global(), Passes::training_with_activations_kept);
   TicaObjectiveOf<T> tica(model, grid, 13, {0.1, c.mode});
   HostArray<T> input("input", x.extent(0), x.extent(1), x.extent(2), x.extent(3));
   for (std::size_t i = 0; i < x.size(); ++i) input.data()[i] = T(x.data()[i]);

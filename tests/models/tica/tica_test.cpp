@@ -113,7 +113,7 @@ const std::string kStageSpec = "local(out=3,k=4,stride=2,pad=1),l2pool(k=3,strid
 TEST(Tica, OneStageMatchesNaiveDoubleReferenceAndItsFiniteDifferences) {
   const Shape4 shape{kStage.n, kStage.c, kStage.h, kStage.w};
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
-  Sequential<float> model(kStageSpec, shape, self, 7);
+  Sequential<float> model(kStageSpec, shape, self, 7, LayerRegistry::global(), Passes::training_with_activations_kept);
   TicaObjective tica(model, self, 7, {kLambda, TicaMode::greedy});
   ASSERT_EQ(tica.stages(), 1u);
   const HostArray<float> xf = random_array(shape, 3);
@@ -156,7 +156,7 @@ const Shape4 kTwoStageInput{2, 2, 21, 19};
 
 TEST(Tica, JointGradientOfTheFirstStageMatchesFiniteDifferences) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
-  Sequential<float> model(kTwoStages, kTwoStageInput, self, 11);
+  Sequential<float> model(kTwoStages, kTwoStageInput, self, 11, LayerRegistry::global(), Passes::training_with_activations_kept);
   TicaObjective tica(model, self, 11, {kLambda, TicaMode::joint});
   ASSERT_EQ(tica.stages(), 2u);
   scatter(random_array(kTwoStageInput, 5), model.input());
@@ -194,7 +194,7 @@ struct TicaRun {
 
 TicaRun run_tica(const ProcessGrid& grid, TicaMode mode, const std::vector<std::size_t>& stages,
                  const HostArray<float>& x) {
-  Sequential<float> model(kTwoStages, kTwoStageInput, grid, 13);
+  Sequential<float> model(kTwoStages, kTwoStageInput, grid, 13, LayerRegistry::global(), Passes::training_with_activations_kept);
   TicaObjective tica(model, grid, 13, {kLambda, mode});
   scatter(x, model.input());
   const std::vector<layers::Parameter<float>*> trained = tica.trained_parameters(stages);
@@ -285,11 +285,15 @@ TEST(Tica, ModelsWithoutAStageOrWithABadStageAreNamedErrors) {
   Sequential<float> stage("local(out=2,k=3),l2pool(k=3,stride=1,pad=1)", shape, self, 1);
   EXPECT_NE(error_message([&] { TicaObjective t(stage, self, 1, {-1.0, TicaMode::greedy}); }).find("lambda must be >= 0"), std::string::npos);
   EXPECT_NE(error_message([&] { parse_tica_mode("both"); }).find("must be greedy or joint, got 'both'"), std::string::npos);
+  // The objective reads the stages' activations between passes: a model that lets their
+  // buffers be reused is refused.
+  EXPECT_NE(error_message([&] { TicaObjective t(stage, self, 1, {}); }).find("Passes::training_with_activations_kept"),
+            std::string::npos);
 }
 
 TEST(Tica, GreedySplitsTheStepsOverTheStagesInOrder) {
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
-  Sequential<float> model(kTwoStages, kTwoStageInput, self, 1);
+  Sequential<float> model(kTwoStages, kTwoStageInput, self, 1, LayerRegistry::global(), Passes::training_with_activations_kept);
   TicaObjective tica(model, self, 1, {kLambda, TicaMode::greedy});
   EXPECT_EQ(tica.stages_at(1, 10), std::vector<std::size_t>{0});
   EXPECT_EQ(tica.stages_at(5, 10), std::vector<std::size_t>{0});
