@@ -3,6 +3,7 @@
 #include "models/graph.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -95,7 +96,12 @@ void Graph<T>::plan_sharing() {
       activation_of_.push_back(a);
     }
   } else {
-    for (std::size_t a = 0; a <= count; ++a) requests.push_back({kind_of(a), a, last_training_read[a]});
+    // The input and the output, kept past the pass, keep buffers of their own: the output's
+    // stays the last in the plan, where the trainer reads its size (and no halo of an
+    // earlier array's joins it).
+    const auto alone = [](std::size_t a) { return std::numeric_limits<std::size_t>::max() - a; };
+    for (std::size_t a = 0; a <= count; ++a)
+      requests.push_back({a == 0 || a == count ? alone(a) : kind_of(a), a, last_training_read[a]});
     owner.resize(count + 1);
     std::iota(owner.begin(), owner.end(), std::size_t{0});
     activation_of_ = plan(requests, owner, activation_plan_);

@@ -42,6 +42,9 @@ TEST(GraphMemory, ChainGradientsUseTwoBuffers) {
   const std::int64_t with_halo = floats(2, 4, 18, 18), without = floats(2, 4, 16, 16);
   const MemoryPlan training = Sequential<float>::memory_plan(chain, shape, self);
   EXPECT_EQ(training.total(MemoryUse::activations), 3 * with_halo + 2 * without + with_halo + without);
+  // The output has a buffer of its own, the plan's last item (the trainer sizes its targets by it).
+  EXPECT_EQ(training.items().back().bytes, without);
+  EXPECT_NE(training.items().back().what.find("the output of layer 5"), std::string::npos) << training.items().back().what;
   const MemoryPlan kept = Sequential<float>::memory_plan(chain, shape, self, LayerRegistry::global(),
                                                          Passes::training_with_activations_kept);
   EXPECT_EQ(kept.total(MemoryUse::activations), 3 * with_halo + 4 * without + with_halo + without);
