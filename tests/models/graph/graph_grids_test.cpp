@@ -30,11 +30,11 @@ void broadcast(Vec& v) {
   MPI_Bcast(v.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 }
 
-void expect_every_grid_matches_one_rank(const std::string& spec, const Shape4& shape) {
-  const bool root = tessera::testing::world_rank() == 0;
-  const HostArray<float> x = random_array(shape, 31);
+// The step on rank 0 alone; its parameter gradients sent to every rank (the output and dx
+// stay on rank 0, where they are compared).
+StepResult one_rank_step(const std::string& spec, const Shape4& shape, const HostArray<float>& x) {
   StepResult one;
-  if (root) {
+  if (tessera::testing::world_rank() == 0) {
     const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
     one = run_step(self, spec, shape, x);
   }
@@ -42,6 +42,13 @@ void expect_every_grid_matches_one_rank(const std::string& spec, const Shape4& s
   MPI_Bcast(&count, 1, MPI_INT, 0, MPI_COMM_WORLD);
   one.dparams.resize(static_cast<std::size_t>(count));
   for (auto& g : one.dparams) broadcast(g);
+  return one;
+}
+
+void expect_every_grid_matches_one_rank(const std::string& spec, const Shape4& shape) {
+  const bool root = tessera::testing::world_rank() == 0;
+  const HostArray<float> x = random_array(shape, 31);
+  const StepResult one = one_rank_step(spec, shape, x);
   for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
     if (dims[0] > 2) continue;
     SCOPED_TRACE(spec + " on grid " + format_grid(dims));
@@ -191,15 +198,7 @@ TEST(GraphRegrid, EveryPairOfLayoutsMatchesOneRank) {
   const bool root = tessera::testing::world_rank() == 0;
   const HostArray<float> x = random_array(shape, 31);
   const std::string one_spec = replaced(replaced(kStages, "$A", "1x1x1"), "$B", "1x1x1");
-  StepResult one;
-  if (root) {
-    const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
-    one = run_step(self, one_spec, shape, x);
-  }
-  int count = static_cast<int>(one.dparams.size());
-  MPI_Bcast(&count, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  one.dparams.resize(static_cast<std::size_t>(count));
-  for (auto& g : one.dparams) broadcast(g);
+  const StepResult one = one_rank_step(one_spec, shape, x);
   const std::vector<GridDims> grids = tessera::testing::all_grids(tessera::testing::world_size());
   for (const GridDims& a : grids)
     for (const GridDims& b : grids) {
