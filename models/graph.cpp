@@ -133,7 +133,10 @@ MemoryPlan Graph<T>::memory_plan(const GraphSpec& spec, const Shape4& input, con
   };
   // Activations last, the output's last of all (the trainer sizes its targets by it).
   for (const BufferPlan& b : planned.gradient_plan_) add(b, "gradient buffer of ");
-  for (const BufferPlan& b : planned.activation_plan_) add(b, "");
+  for (const BufferPlan& b : planned.activation_plan_)
+    if (!b.holds_activation) add(b, "gradient buffer of ");
+  for (const BufferPlan& b : planned.activation_plan_)
+    if (b.holds_activation) add(b, "");
   return plan;
 }
 
@@ -418,7 +421,7 @@ void Graph<T>::run_backward(const layers::Tensor<T>& dy, const std::function<voi
     for (const auto& [s, a] : node.sums)
       if (input_gradient || a != 0)
         layers::merge::rows<layers::merge::RowOp::add>("tessera::gradient_sum", gradient(a).owned(),
-                                                       gradients_[s].owned());
+                                                       gradient_buffer(s).owned());
     if (after_layer) after_layer(i);
   }
 }

@@ -37,12 +37,13 @@
 //   output), a deconvolution's before a concat. activation(a) is valid until that last
 //   step; the input and the output stay. An activation's gradient lives from its first
 //   write (its last reader's backward) to its producer's backward; gradients and
-//   gradient-sum scratch arrays share buffers by the same rule (a chain needs two per
-//   shape, a ResNet of equal blocks a few). gradient(a) is valid from its first write
-//   until its producer's backward is done; gradient(0) after backward (not after
-//   backward_parameters, which does not compute it).
-// - Passes::training_with_activations_kept: the same, but every activation keeps its own
-//   buffer, for a caller that reads activations after forward (models/tica.hpp).
+//   gradient-sum scratch arrays share buffers by the same rule, and with activations: one
+//   pool on one timeline, where a gradient takes a buffer an activation left. gradient(a)
+//   is valid from its first write until its producer's backward is done; gradient(0)
+//   after backward (not after backward_parameters, which does not compute it).
+// - Passes::training_with_activations_kept: every activation keeps its own buffer, for a
+//   caller that reads activations after forward (models/tica.hpp); gradients share among
+//   themselves as above (a chain needs two per shape).
 // - Passes::forward_only (evaluation, inference): no gradients, and activations share by
 //   the same rule forward — activation a lives from its producer to its last reader, so
 //   activation(a) is valid only until the nodes after its last reader overwrite it; the
@@ -126,7 +127,7 @@ class Graph {
   // gradients throw std::out_of_range in a forward-only model.
   layers::Tensor<T>& activation(std::size_t i) { return activations_[activation_of_.at(i)]; }
   const layers::Tensor<T>& activation(std::size_t i) const { return activations_[activation_of_.at(i)]; }
-  layers::Tensor<T>& gradient(std::size_t i) { return gradients_[gradient_of_.at(i)]; }
+  layers::Tensor<T>& gradient(std::size_t i) { return gradient_buffer(gradient_of_.at(i)); }
   const layers::Tensor<T>& output() const { return activation(size()); }
   layers::Tensor<T>& output_gradient() { return gradient(size()); }
   Passes passes() const { return passes_; }
@@ -178,7 +179,13 @@ class Graph {
     Shape4 shape;
     HaloWidths halo;                  // the union of its arrays' halos
     std::vector<std::size_t> owners;  // the activations whose arrays (or sums) it holds
+    bool holds_activation = false;    // an activation itself, not only gradients
   };
+  // Where gradient_of_ and scratch_use_ point: the activations' buffers in training with
+  // shared activations (one pool), else the gradients' own.
+  layers::Tensor<T>& gradient_buffer(std::size_t b) {
+    return gradients_in_activation_buffers_ ? activations_[b] : gradients_[b];
+  }
 
   void order(const GraphSpec& spec);  // checks the structure, fills nodes_ in topological order
   void build(const LayerRegistry& registry, std::uint64_t seed);
@@ -201,6 +208,7 @@ class Graph {
   std::vector<std::size_t> activation_of_, gradient_of_;     // [a]: its buffer
   std::vector<std::vector<std::size_t>> scratch_use_;        // [node][slot]: gradient buffer of a sum, or npos (direct)
   std::vector<layers::Tensor<T>> activations_, gradients_;   // the buffers
+  bool gradients_in_activation_buffers_ = false;
 };
 
 extern template class Graph<float>;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +37,8 @@ using graph_internal::union_of;
 // again, and its producer's backward where that reads its output (Layer::backward_reads).
 // The input and the output are kept past the pass (the loader and the loss use them), and
 // with Passes::training_with_activations_kept every activation is (its caller reads them).
+// With Passes::training, activations and gradients are one pool on this one timeline (the
+// backward steps above offset by count+1): a gradient takes a buffer an activation left.
 template <class T>
 void Graph<T>::plan_sharing() {
   const std::size_t count = nodes_.size();
@@ -56,7 +57,8 @@ void Graph<T>::plan_sharing() {
         last = std::max(last, backward_step(i));
     last_training_read[a] = last;
   }
-  // Arrays may share only with arrays of the same grid and global shape.
+  // Arrays may share only with arrays of the same grid and global shape (the buffer takes
+  // the union of their halos).
   std::vector<std::pair<const ProcessGrid*, Shape4>> kinds;
   const auto kind_of = [&](std::size_t a) {
     const std::pair<const ProcessGrid*, Shape4> k{grids_[a], shapes_[a]};
@@ -65,16 +67,18 @@ void Graph<T>::plan_sharing() {
     kinds.push_back(k);
     return kinds.size() - 1;
   };
-  // requests[r] is for activation owner[r] (its gradient, its activation, or a scratch sum).
+  // requests[r] is for activation owner[r] (its gradient, its activation, or a scratch sum);
+  // the first `activations` requests are activations themselves.
   const auto plan = [&](const std::vector<BufferRequest>& requests, const std::vector<std::size_t>& owner,
-                        std::vector<BufferPlan>& buffers) {
+                        std::vector<BufferPlan>& buffers, std::size_t activations = 0) {
     const std::vector<std::size_t> assigned = share_buffers(requests);
     for (std::size_t r = 0; r < requests.size(); ++r) {
       const std::size_t a = owner[r], b = assigned[r];
-      if (b >= buffers.size()) buffers.resize(b + 1, {nullptr, {}, HaloWidths{}, {}});
+      if (b >= buffers.size()) buffers.resize(b + 1, {nullptr, {}, HaloWidths{}, {}, false});
       if (buffers[b].owners.empty()) buffers[b].grid = grids_[a], buffers[b].shape = shapes_[a];
       buffers[b].halo = union_of(buffers[b].halo, halos_[a]);
       buffers[b].owners.push_back(a);
+      buffers[b].holds_activation = buffers[b].holds_activation || r < activations;
     }
     return assigned;
   };
@@ -86,31 +90,34 @@ void Graph<T>::plan_sharing() {
       requests.push_back({kind_of(a), a, a == count ? count + 1 : last_reader[a] + 1});
       owner.push_back(a);
     }
-    activation_of_ = plan(requests, owner, activation_plan_);
+    activation_of_ = plan(requests, owner, activation_plan_, count + 1);
     scratch_use_.assign(count, std::vector<std::size_t>{});
     return;
   }
-  if (passes_ == Passes::training_with_activations_kept) {
+  // Training with shared activations: activations and gradients in one timeline and one
+  // pool (a gradient takes a buffer an activation left): backward step s below is step
+  // count+1+s of the pass.
+  const bool one_pool = passes_ == Passes::training;
+  const std::size_t backward_start = one_pool ? count + 1 : 0;
+  if (one_pool) {
+    // The input and the output, kept past the pass, keep buffers of their own: the output's
+    // stays the last activation in the plan, where the trainer reads its size (and no halo
+    // of an earlier array's joins it).
+    const auto alone = [](std::size_t a) { return std::numeric_limits<std::size_t>::max() - a; };
     for (std::size_t a = 0; a <= count; ++a) {
-      activation_plan_.push_back({grids_[a], shapes_[a], halos_[a], {a}});
-      activation_of_.push_back(a);
+      requests.push_back({a == 0 || a == count ? alone(a) : kind_of(a), a, last_training_read[a]});
+      owner.push_back(a);
     }
   } else {
-    // The input and the output, kept past the pass, keep buffers of their own: the output's
-    // stays the last in the plan, where the trainer reads its size (and no halo of an
-    // earlier array's joins it).
-    const auto alone = [](std::size_t a) { return std::numeric_limits<std::size_t>::max() - a; };
-    for (std::size_t a = 0; a <= count; ++a)
-      requests.push_back({a == 0 || a == count ? alone(a) : kind_of(a), a, last_training_read[a]});
-    owner.resize(count + 1);
-    std::iota(owner.begin(), owner.end(), std::size_t{0});
-    activation_of_ = plan(requests, owner, activation_plan_);
-    requests.clear();
-    owner.clear();
+    for (std::size_t a = 0; a <= count; ++a) {
+      activation_plan_.push_back({grids_[a], shapes_[a], halos_[a], {a}, true});
+      activation_of_.push_back(a);
+    }
   }
+  const std::size_t gradients_from = requests.size();
   for (std::size_t a = 0; a <= count; ++a) {
     const std::size_t first = a == count ? 0 : count - last_reader[a], last = a == 0 ? count + 1 : count - (a - 1);
-    requests.push_back({kind_of(a), first, last});
+    requests.push_back({kind_of(a), backward_start + first, backward_start + last});
     owner.push_back(a);
   }
   // Who writes which gradient in backward (reverse order): the first reader of an
@@ -124,16 +131,20 @@ void Graph<T>::plan_sharing() {
         written[a] = true;
         continue;
       }
-      requests.push_back({kind_of(a), count - i, count - i});
+      requests.push_back({kind_of(a), backward_start + count - i, backward_start + count - i});
       owner.push_back(a);
       scratch_slots.emplace_back(i, slot);
     }
-  const std::vector<std::size_t> assigned = plan(requests, owner, gradient_plan_);
-  gradient_of_.assign(assigned.begin(), assigned.begin() + static_cast<std::ptrdiff_t>(count + 1));
+  gradients_in_activation_buffers_ = one_pool;
+  const std::vector<std::size_t> assigned =
+      plan(requests, owner, one_pool ? activation_plan_ : gradient_plan_, gradients_from);
+  if (one_pool) activation_of_.assign(assigned.begin(), assigned.begin() + static_cast<std::ptrdiff_t>(count + 1));
+  const auto gradients = assigned.begin() + static_cast<std::ptrdiff_t>(gradients_from);
+  gradient_of_.assign(gradients, gradients + static_cast<std::ptrdiff_t>(count + 1));
   scratch_use_.assign(count, {});
   for (std::size_t i = 0; i < count; ++i) scratch_use_[i].assign(nodes_[i].inputs.size(), kDirect);
   for (std::size_t k = 0; k < scratch_slots.size(); ++k)
-    scratch_use_[scratch_slots[k].first][scratch_slots[k].second] = assigned[count + 1 + k];
+    scratch_use_[scratch_slots[k].first][scratch_slots[k].second] = gradients[static_cast<std::ptrdiff_t>(count + 1 + k)];
 }
 
 template <class T>
@@ -153,7 +164,7 @@ void Graph<T>::allocate() {
       node.xs.push_back(&activation(a));
       if (passes_ == Passes::forward_only) continue;
       const std::size_t s = scratch_use_[i][slot];
-      node.dxs.push_back(s == kDirect ? &gradient(a) : &gradients_[s]);
+      node.dxs.push_back(s == kDirect ? &gradient(a) : &gradient_buffer(s));
       if (s != kDirect) node.sums.emplace_back(s, a);
     }
   }

@@ -31,17 +31,17 @@ std::int64_t floats(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t
 // A chain of equal shapes. Training: the three convolutions' inputs (with a 1-cell halo)
 // and the output are kept to the end; each convolution's output lives only until the relu
 // after it has run (relu keeps its output, conv its input: Layer::backward_reads), so the
-// three take turns in one buffer; and where every gradient used to have its own array,
-// two gradient buffers in turn (the producer's backward reads one while it writes the
-// other). Kept for TICA: all 7 activations. Forward only: two activation buffers and no
-// gradients. The plan is what the model allocates.
+// three take turns in one buffer; the gradients take turns in two (the producer's backward
+// reads one while it writes the other), and one of the two is that buffer, free by then.
+// Kept for TICA: all 7 activations, and the two gradient buffers of their own. Forward
+// only: two activation buffers and no gradients. The plan is what the model allocates.
 TEST(GraphMemory, ChainGradientsUseTwoBuffers) {
   const std::string chain = "conv(out=4,k=3,pad=1), relu, conv(out=4,k=3,pad=1), relu, conv(out=4,k=3,pad=1), relu";
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const Shape4 shape{2, 4, 16, 16};
   const std::int64_t with_halo = floats(2, 4, 18, 18), without = floats(2, 4, 16, 16);
   const MemoryPlan training = Sequential<float>::memory_plan(chain, shape, self);
-  EXPECT_EQ(training.total(MemoryUse::activations), 3 * with_halo + 2 * without + with_halo + without);
+  EXPECT_EQ(training.total(MemoryUse::activations), 4 * with_halo + 2 * without);
   // The output has a buffer of its own, the plan's last item (the trainer sizes its targets by it).
   EXPECT_EQ(training.items().back().bytes, without);
   EXPECT_NE(training.items().back().what.find("the output of layer 5"), std::string::npos) << training.items().back().what;
@@ -87,9 +87,13 @@ TEST(GraphMemory, PresetsPlanFewerBytesThanOneArrayPerTensor) {
 // (Layer::backward_reads): every built-in layer must declare all it reads. Chains of one
 // layer at equal shapes make each freed buffer the next activation's, so a layer that read
 // an input or output it did not declare would compute from overwritten cells; the
-// gradients must be those of the model that keeps every activation, bit for bit, on every
-// grid. (Declaring no input read for conv, or no output read for relu, fails this.)
+// gradients must be those of the model that keeps every activation, to fp32 rounding, on
+// every grid. (Declaring no input read for conv, or no output read for relu, fails this.)
 TEST(GraphMemory, SharedActivationsGiveTheGradientsOfKeptOnes) {
+  // Where a gradient takes another buffer, a sum may run in another order (a few ulps:
+  // kTolerance, as every grid against one rank); cells read after another array overwrote
+  // them are off by their whole size.
+  constexpr double kRounding = kTolerance;
   const auto four = [](const std::string& layer) { return layer + "," + layer + "," + layer + "," + layer; };
   const std::vector<std::pair<std::string, Shape4>> cases{
       {four("conv(out=4,k=3,pad=1)"), {2, 4, 8, 9}},
@@ -116,10 +120,12 @@ TEST(GraphMemory, SharedActivationsGiveTheGradientsOfKeptOnes) {
       const ProcessGrid grid(MPI_COMM_WORLD, dims);
       const StepResult shared = run_step(grid, spec, shape, x);
       const StepResult kept = run_step(grid, spec, shape, x, Passes::training_with_activations_kept);
-      EXPECT_EQ(shared.dparams, kept.dparams);
+      ASSERT_EQ(shared.dparams.size(), kept.dparams.size());
+      for (std::size_t k = 0; k < kept.dparams.size(); ++k)
+        EXPECT_LE(relative_error(shared.dparams[k], kept.dparams[k]), kRounding) << "parameter " << k;
       if (tessera::testing::world_rank() == 0) {
-        EXPECT_EQ(shared.output, kept.output);
-        EXPECT_EQ(shared.dx, kept.dx);
+        EXPECT_LE(relative_error(shared.output, kept.output), kRounding);
+        EXPECT_LE(relative_error(shared.dx, kept.dx), kRounding);
       }
     }
   }
