@@ -46,21 +46,13 @@ StepResult one_rank_step(const std::string& spec, const Shape4& shape, const Hos
 }
 
 void expect_every_grid_matches_one_rank(const std::string& spec, const Shape4& shape) {
-  const bool root = tessera::testing::world_rank() == 0;
   const HostArray<float> x = random_array(shape, 31);
   const StepResult one = one_rank_step(spec, shape, x);
   for (const GridDims& dims : tessera::testing::all_grids(tessera::testing::world_size())) {
     if (dims[0] > 2) continue;
     SCOPED_TRACE(spec + " on grid " + format_grid(dims));
     const ProcessGrid grid(MPI_COMM_WORLD, dims);
-    const StepResult got = run_step(grid, spec, shape, x);
-    if (root) {
-      EXPECT_LE(relative_error(got.output, one.output), kTolerance);
-      EXPECT_LE(relative_error(got.dx, one.dx), kTolerance);
-    }
-    ASSERT_EQ(got.dparams.size(), one.dparams.size());
-    for (std::size_t i = 0; i < got.dparams.size(); ++i)
-      EXPECT_LE(relative_error(got.dparams[i], one.dparams[i]), kTolerance) << "parameter " << i;
+    expect_step_matches(run_step(grid, spec, shape, x), one, kTolerance);
   }
 }
 
@@ -200,7 +192,6 @@ const std::string kStages =
 // graph with every regrid on 1x1x1 (the same nodes, so the same initial weights).
 TEST(GraphRegrid, EveryPairOfLayoutsMatchesOneRank) {
   const Shape4 shape{4, 2, 13, 11};
-  const bool root = tessera::testing::world_rank() == 0;
   const HostArray<float> x = random_array(shape, 31);
   const std::string one_spec = replaced(replaced(kStages, "$A", "1x1x1"), "$B", "1x1x1");
   const StepResult one = one_rank_step(one_spec, shape, x);
@@ -211,14 +202,7 @@ TEST(GraphRegrid, EveryPairOfLayoutsMatchesOneRank) {
       const std::string spec = replaced(replaced(kStages, "$A", format_grid(a)), "$B", format_grid(b));
       SCOPED_TRACE(format_grid(a) + " -> " + format_grid(b));
       const ProcessGrid grid(MPI_COMM_WORLD, a);
-      const StepResult got = run_step(grid, spec, shape, x);
-      if (root) {
-        EXPECT_LE(relative_error(got.output, one.output), kTolerance);
-        EXPECT_LE(relative_error(got.dx, one.dx), kTolerance);
-      }
-      ASSERT_EQ(got.dparams.size(), one.dparams.size());
-      for (std::size_t i = 0; i < got.dparams.size(); ++i)
-        EXPECT_LE(relative_error(got.dparams[i], one.dparams[i]), kTolerance) << "parameter " << i;
+      expect_step_matches(run_step(grid, spec, shape, x), one, kTolerance);
     }
 }
 

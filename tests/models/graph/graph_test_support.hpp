@@ -3,6 +3,8 @@
 // model on a grid from global arrays, and the relative comparison they use
 // (tests/layers/support/compare.hpp).
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "layers/grad_reduce.hpp"
 #include "models/sequential.hpp"
 #include "tests/layers/support/compare.hpp"
+#include "tests/support/grid_cases.hpp"
 
 namespace tessera::models::testing {
 
@@ -49,6 +52,18 @@ inline StepResult run_step(const ProcessGrid& grid, const std::string& spec, con
     r.params.push_back(host_vector(p->value));
   }
   return r;
+}
+
+// got against want within `tolerance`: every parameter gradient on every rank, the output
+// and dx on rank 0 (where run_step gathers them).
+inline void expect_step_matches(const StepResult& got, const StepResult& want, double tolerance) {
+  if (tessera::testing::world_rank() == 0) {
+    EXPECT_LE(relative_error(got.output, want.output), tolerance);
+    EXPECT_LE(relative_error(got.dx, want.dx), tolerance);
+  }
+  ASSERT_EQ(got.dparams.size(), want.dparams.size());
+  for (std::size_t i = 0; i < got.dparams.size(); ++i)
+    EXPECT_LE(relative_error(got.dparams[i], want.dparams[i]), tolerance) << "parameter " << i;
 }
 
 // The graphs the tests run.
