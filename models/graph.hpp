@@ -184,7 +184,7 @@ class Graph {
   // Where gradient_of_ and scratch_use_ point: the activations' buffers in training with
   // shared activations (one pool), else the gradients' own.
   layers::Tensor<T>& gradient_buffer(std::size_t b) {
-    return gradients_in_activation_buffers_ ? activations_[b] : gradients_[b];
+    return passes_ == Passes::training ? activations_[b] : gradients_[b];
   }
 
   void order(const GraphSpec& spec);  // checks the structure, fills nodes_ in topological order
@@ -208,7 +208,6 @@ class Graph {
   std::vector<std::size_t> activation_of_, gradient_of_;     // [a]: its buffer
   std::vector<std::vector<std::size_t>> scratch_use_;        // [node][slot]: gradient buffer of a sum, or npos (direct)
   std::vector<layers::Tensor<T>> activations_, gradients_;   // the buffers
-  bool gradients_in_activation_buffers_ = false;
 };
 
 extern template class Graph<float>;

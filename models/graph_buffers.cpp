@@ -42,21 +42,18 @@ using graph_internal::union_of;
 template <class T>
 void Graph<T>::plan_sharing() {
   const std::size_t count = nodes_.size();
-  std::vector<std::size_t> last_reader(count + 1, 0);
-  for (std::size_t i = 0; i < count; ++i)
-    for (const std::size_t a : nodes_[i].inputs) last_reader[a] = std::max(last_reader[a], i);
-  const std::size_t after_pass = 2 * count + 2;
-  std::vector<std::size_t> last_training_read(count + 1, after_pass);
-  for (std::size_t a = 1; a < count; ++a) {
-    const auto backward_step = [&](std::size_t node) { return 2 * count + 1 - node; };
-    std::size_t last = last_reader[a] + 1;
-    if (nodes_[a - 1].layer->backward_reads().output) last = std::max(last, backward_step(a - 1));
-    for (std::size_t i = 0; i < count; ++i)
-      if (nodes_[i].layer->backward_reads().inputs &&
-          std::find(nodes_[i].inputs.begin(), nodes_[i].inputs.end(), a) != nodes_[i].inputs.end())
-        last = std::max(last, backward_step(i));
-    last_training_read[a] = last;
+  // last_reader: in node order; last_training_read: in the training pass's steps.
+  std::vector<std::size_t> last_reader(count + 1, 0), last_training_read(count + 1, 0);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t backward_step = 2 * count + 1 - i;
+    const typename layers::Layer<T>::BackwardReads reads = nodes_[i].layer->backward_reads();
+    for (const std::size_t a : nodes_[i].inputs) {
+      last_reader[a] = std::max(last_reader[a], i);
+      last_training_read[a] = std::max(last_training_read[a], reads.inputs ? backward_step : i + 1);
+    }
+    if (reads.output) last_training_read[i + 1] = std::max(last_training_read[i + 1], backward_step);
   }
+  last_training_read.front() = last_training_read.back() = 2 * count + 2;  // kept past the pass
   // Arrays may share only with arrays of the same grid and global shape (the buffer takes
   // the union of their halos).
   std::vector<std::pair<const ProcessGrid*, Shape4>> kinds;
@@ -135,7 +132,6 @@ void Graph<T>::plan_sharing() {
       owner.push_back(a);
       scratch_slots.emplace_back(i, slot);
     }
-  gradients_in_activation_buffers_ = one_pool;
   const std::vector<std::size_t> assigned =
       plan(requests, owner, one_pool ? activation_plan_ : gradient_plan_, gradients_from);
   if (one_pool) activation_of_.assign(assigned.begin(), assigned.begin() + static_cast<std::ptrdiff_t>(count + 1));
