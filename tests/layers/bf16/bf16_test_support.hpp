@@ -29,29 +29,20 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "distarray/bf16.hpp"
 #include "distarray/gather_scatter.hpp"
-#include "layers/activation.hpp"
-#include "layers/batch_norm.hpp"
-#include "layers/conv2d.hpp"
-#include "layers/deconv2d.hpp"
-#include "layers/flatten.hpp"
-#include "layers/global_avg_pool.hpp"
 #include "layers/grad_reduce.hpp"
 #include "layers/head_grid.hpp"
-#include "layers/lcn.hpp"
-#include "layers/linear.hpp"
-#include "layers/locally_connected.hpp"
-#include "layers/pool2d.hpp"
-#include "layers/regrid.hpp"
-#include "layers/upsample.hpp"
+#include "models/layer_registry.hpp"
 #include "tests/layers/support/compare.hpp"
 #include "tests/layers/support/layer_step.hpp"
 #include "tests/layers/support/whole_parameter.hpp"
@@ -117,45 +108,49 @@ inline GridDims regrid_target(const std::string& name, const GridDims& from) {
 
 inline bool is_regrid_case(const std::string& name) { return name.rfind("regrid_", 0) == 0; }
 
-// `grid`: the dims of the input's grid (a regrid case's target follows from it).
+// The layer and options of case `name`, as a model spec writes them; `grid`: the dims of
+// the input's grid (a regrid case's target follows from it).
+inline std::pair<std::string, std::string> case_spec(const std::string& name, const GridDims& grid) {
+  if (is_regrid_case(name)) return {"regrid", "grid=" + format_grid(regrid_target(name, grid))};
+  static const std::map<std::string, std::pair<std::string, std::string>, std::less<>> specs{
+      {"conv_k3_pad1", {"conv", "out=4,k=3,pad=1"}},
+      {"conv_k5_stride2_no_bias", {"conv", "out=4,k=5,stride=2,pad=2,bias=false"}},
+      {"conv_k3_groups2", {"conv", "out=4,k=3,pad=1,groups=2"}},
+      {"conv_k1", {"conv", "out=4,k=1"}},
+      {"deconv_k1_no_bias", {"deconv", "out=4,k=1,bias=false"}},
+      {"deconv_k4_stride2_pad1", {"deconv", "out=4,k=4,stride=2,pad=1"}},
+      {"deconv_k3_dilation2_no_bias", {"deconv", "out=4,k=3,dilation=2,pad=1,bias=false"}},
+      {"local_k3_pad1", {"local", "out=4,k=3,pad=1"}},
+      {"local_k3_stride2_team", {"local", "out=4,k=3,stride=2,engine=team"}},
+      {"lcn_k5", {"lcn", "k=5"}},
+      {"gap", {"gap", ""}},
+      {"upsample_scale2", {"upsample", "scale=2"}},
+      {"upsample_scale3", {"upsample", "scale=3"}},
+      {"batchnorm", {"batchnorm", ""}},
+      {"batchnorm_stats_all", {"batchnorm", "stats=all"}},
+      {"relu", {"relu", ""}},
+      {"sigmoid", {"sigmoid", ""}},
+      {"tanh", {"tanh", ""}},
+      {"leakyrelu", {"leakyrelu", "slope=0.1"}},
+      {"maxpool_k2", {"maxpool", "k=2"}},
+      {"maxpool_k3_stride2_pad1", {"maxpool", "k=3,stride=2,pad=1"}},
+      {"avgpool_k2", {"avgpool", "k=2"}},
+      {"l2pool_k3_stride2", {"l2pool", "k=3,stride=2"}},
+      {"flatten", {"flatten", ""}},
+      {"linear", {"linear", "out=5"}},
+  };
+  const auto it = specs.find(name);
+  if (it == specs.end()) throw std::invalid_argument("no bf16 test case named " + name);
+  return it->second;
+}
+
+// Built as a model builds it (models/layer_registry.hpp), so this program instantiates no
+// layer itself: the library's fp32 and bf16 layers are the ones under test.
 template <class T>
 std::unique_ptr<Layer<T>> make_case_layer(const std::string& name, const Shape4& in, const GridDims& grid = {1, 1, 1}) {
   constexpr std::uint64_t seed = 11;
-  if (is_regrid_case(name)) return std::make_unique<Regrid<T>>(regrid_target(name, grid));
-  if (name == "conv_k3_pad1") return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=3,pad=1"), in[C], seed);
-  if (name == "conv_k5_stride2_no_bias")
-    return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=5,stride=2,pad=2,bias=false"), in[C], seed);
-  if (name == "conv_k3_groups2")
-    return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=3,pad=1,groups=2"), in[C], seed);
-  if (name == "conv_k1") return std::make_unique<Conv2d<T>>(Conv2dOptions::parse("out=4,k=1"), in[C], seed);
-  if (name == "deconv_k1_no_bias")
-    return std::make_unique<Deconv2d<T>>(Deconv2dOptions::parse("out=4,k=1,bias=false"), in[C], seed);
-  if (name == "deconv_k4_stride2_pad1")
-    return std::make_unique<Deconv2d<T>>(Deconv2dOptions::parse("out=4,k=4,stride=2,pad=1"), in[C], seed);
-  if (name == "deconv_k3_dilation2_no_bias")
-    return std::make_unique<Deconv2d<T>>(Deconv2dOptions::parse("out=4,k=3,dilation=2,pad=1,bias=false"), in[C], seed);
-  if (name == "local_k3_pad1") return std::make_unique<LocallyConnected2d<T>>(LocalOptions::parse("out=4,k=3,pad=1"), in, seed);
-  if (name == "local_k3_stride2_team")
-    return std::make_unique<LocallyConnected2d<T>>(LocalOptions::parse("out=4,k=3,stride=2,engine=team"), in, seed);
-  if (name == "lcn_k5") return std::make_unique<LocalContrastNorm<T>>(LcnOptions::parse("k=5"));
-  if (name == "gap") return std::make_unique<GlobalAvgPool<T>>();
-  if (name == "upsample_scale2") return std::make_unique<Upsample<T>>(UpsampleOptions::parse("scale=2"));
-  if (name == "upsample_scale3") return std::make_unique<Upsample<T>>(UpsampleOptions::parse("scale=3"));
-  if (name == "batchnorm") return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse(""), in[C]);
-  if (name == "batchnorm_stats_all")
-    return std::make_unique<BatchNorm2d<T>>(BatchNormOptions::parse("stats=all"), in[C]);
-  if (name == "relu" || name == "sigmoid" || name == "tanh") return make_activation<T>(name);
-  if (name == "leakyrelu") return make_activation<T>("leakyrelu", "slope=0.1");
-  if (name == "maxpool_k2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::max, "k=2"));
-  if (name == "maxpool_k3_stride2_pad1")
-    return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::max, "k=3,stride=2,pad=1"));
-  if (name == "avgpool_k2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::average, "k=2"));
-  if (name == "l2pool_k3_stride2") return std::make_unique<Pool2d<T>>(Pool2dOptions::parse(PoolKind::l2, "k=3,stride=2"));
-  if (name == "flatten") return std::make_unique<Flatten<T>>();
-  if (name == "linear")
-    return std::make_unique<Linear<T>>(LinearOptions::parse("out=5"), std::array<std::int64_t, 3>{in[C], in[H], in[W]},
-                                       seed);
-  throw std::invalid_argument("no bf16 test case named " + name);
+  const auto [layer, options] = case_spec(name, grid);
+  return models::LayerRegistry::global().find(layer).factory<T>()(options, in, seed);
 }
 
 // `a` with every element rounded to bf16 and widened back: the values both precisions see.

@@ -106,10 +106,11 @@ TEST(Bf16Loss, MseOnBf16OutputIsFp32Arithmetic) {
 // A bf16 parameter's master is the fp32 draw and its value the master rounded once; after
 // an update of the master, refresh_value() rounds again.
 TEST(Bf16Parameters, MasterIsFp32ValueIsItsRounding) {
-  Conv2d<float> wide(Conv2dOptions::parse("out=4,k=3"), 3, 7);
-  Conv2d<bf16> narrow(Conv2dOptions::parse("out=4,k=3"), 3, 7);
-  const std::vector<float> w32 = widened(wide.params()[0]->value);
-  Parameter<bf16>& p = *narrow.params()[0];
+  const models::LayerRecipe& conv = models::LayerRegistry::global().find("conv");
+  const std::unique_ptr<Layer<float>> wide = conv.make("out=4,k=3", {1, 3, 8, 8}, 7);
+  const std::unique_ptr<Layer<bf16>> narrow = conv.make_bf16("out=4,k=3", {1, 3, 8, 8}, 7);
+  const std::vector<float> w32 = widened(wide->params()[0]->value);
+  Parameter<bf16>& p = *narrow->params()[0];
   EXPECT_EQ(widened(p.master), w32);
   const std::vector<float> rounded = widened(p.value);
   for (std::size_t i = 0; i < w32.size(); ++i) EXPECT_EQ(rounded[i], float(bf16(w32[i])));
