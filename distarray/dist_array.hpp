@@ -36,13 +36,21 @@ class DistArray {
                                            Kokkos::pair<int64_t, int64_t>()));
 
   DistArray(const ProcessGrid& grid, const Shape4& global, HaloWidths halo = {}, std::string label = "distarray")
-      : grid_(&grid), dist_(global, grid.dims()), halo_(halo) {
-    for (int d = 0; d < kDims; ++d)
-      if (halo_.below[d] < 0 || halo_.above[d] < 0) throw std::invalid_argument("halo widths must be >= 0");
-    owned_ = dist_.owned_box(grid.rank());
-    window_ = owned_.grow(halo_.below, halo_.above);
+      : DistArray(grid, global, halo, GeometryOnly{}) {
     const Shape4 s = window_.shape();
     view_ = View(Kokkos::view_alloc(std::move(label)), s[0], s[1], s[2], s[3]);
+  }
+  // Over memory the caller owns and keeps alive while the array is used: at least
+  // window_elements(grid, global, halo) elements of T in MemorySpace. Arrays whose
+  // lifetimes do not meet may share one block (models/graph.hpp), each with its own shape
+  // and halo.
+  DistArray(const ProcessGrid& grid, const Shape4& global, HaloWidths halo, T* memory) : DistArray(grid, global, halo, GeometryOnly{}) {
+    const Shape4 s = window_.shape();
+    view_ = View(memory, s[0], s[1], s[2], s[3]);
+  }
+  // The elements this rank's window holds: what either constructor needs.
+  static std::int64_t window_elements(const ProcessGrid& grid, const Shape4& global, const HaloWidths& halo) {
+    return Distribution(global, grid.dims()).owned_box(grid.rank()).grow(halo.below, halo.above).size();
   }
 
   const ProcessGrid& grid() const { return *grid_; }
@@ -69,6 +77,15 @@ class DistArray {
   void fill_window(T value) const { tessera::fill(view_, value); }
 
  private:
+  struct GeometryOnly {};  // the boxes, before the storage
+  DistArray(const ProcessGrid& grid, const Shape4& global, HaloWidths halo, GeometryOnly)
+      : grid_(&grid), dist_(global, grid.dims()), halo_(halo) {
+    for (int d = 0; d < kDims; ++d)
+      if (halo_.below[d] < 0 || halo_.above[d] < 0) throw std::invalid_argument("halo widths must be >= 0");
+    owned_ = dist_.owned_box(grid.rank());
+    window_ = owned_.grow(halo_.below, halo_.above);
+  }
+
   const ProcessGrid* grid_;
   Distribution dist_;
   HaloWidths halo_;

@@ -121,22 +121,32 @@ MemoryPlan Graph<T>::memory_plan(const GraphSpec& spec, const Shape4& input, con
                  MemoryUse::parameters, precision_name<T>());
       }
     }
-  const auto add = [&](const BufferPlan& b, const std::string& of) {
-    const Box window = Distribution(b.shape, b.grid->dims()).owned_box(b.grid->rank()).grow(b.halo.below, b.halo.above);
-    const std::size_t a = b.owners.front();
-    std::string what = of + (a == 0 ? "the input" : "the output of " + planned.where(a - 1));
-    if (b.owners.size() > 1)
-      what = of + std::to_string(b.owners.size()) + " arrays of shape " + shape_text(b.shape) +
-             ", one at a time (shared by liveness)";
-    plan.add(what + (b.halo == HaloWidths{} ? "" : " (with halo)"), shape_text(window.shape()),
-             window.size() * static_cast<std::int64_t>(sizeof(T)), MemoryUse::activations, precision_name<T>());
+  // A block of one array is named by it, the shared one by its count and largest array.
+  // Activation blocks last, in the order of their last activation: the output's, its own in
+  // training, last of all (the trainer sizes its targets by it).
+  const auto add = [&](const BlockPlan& b) {
+    std::size_t r = b.arrays.front();
+    for (const std::size_t q : b.arrays)
+      if (planned.window_of(q).size() > planned.window_of(r).size()) r = q;
+    const ArrayPlan& p = planned.array_plan_[r];
+    const std::size_t a = p.activation;
+    std::string what = std::string(p.role == Role::activation ? "" : "the gradient of ") +
+                       (a == 0 ? "the input" : "the output of " + planned.where(a - 1)) +
+                       (planned.halos_[a] == HaloWidths{} ? "" : " (with halo)");
+    if (b.arrays.size() > 1)
+      what = std::to_string(b.arrays.size()) + " arrays sharing memory by liveness, the largest " + what;
+    plan.add(what, shape_text(planned.window_of(r).shape()), b.elements * static_cast<std::int64_t>(sizeof(T)),
+             MemoryUse::activations, precision_name<T>());
   };
-  // Activations last, the output's last of all (the trainer sizes its targets by it).
-  for (const BufferPlan& b : planned.gradient_plan_) add(b, "gradient buffer of ");
-  for (const BufferPlan& b : planned.activation_plan_)
-    if (!b.holds_activation) add(b, "gradient buffer of ");
-  for (const BufferPlan& b : planned.activation_plan_)
-    if (b.holds_activation) add(b, "");
+  std::vector<std::pair<std::size_t, std::size_t>> order;  // (last activation + 1 or 0, block)
+  for (std::size_t b = 0; b < planned.block_plan_.size(); ++b) {
+    std::size_t key = 0;
+    for (const std::size_t r : planned.block_plan_[b].arrays)
+      if (planned.array_plan_[r].role == Role::activation) key = std::max(key, planned.array_plan_[r].activation + 1);
+    order.emplace_back(key, b);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [key, b] : order) add(planned.block_plan_[b]);
   return plan;
 }
 
@@ -421,7 +431,7 @@ void Graph<T>::run_backward(const layers::Tensor<T>& dy, const std::function<voi
     for (const auto& [s, a] : node.sums)
       if (input_gradient || a != 0)
         layers::merge::rows<layers::merge::RowOp::add>("tessera::gradient_sum", gradient(a).owned(),
-                                                       gradient_buffer(s).owned());
+                                                       arrays_[s].owned());
     if (after_layer) after_layer(i);
   }
 }
@@ -479,8 +489,7 @@ std::int64_t Graph<T>::local_parameter_bytes() {
 template <class T>
 std::int64_t Graph<T>::local_activation_bytes() const {
   std::int64_t bytes = 0;
-  for (const auto* arrays : {&activations_, &gradients_})
-    for (const layers::Tensor<T>& a : *arrays) bytes += a.window_box().size() * static_cast<std::int64_t>(sizeof(T));
+  for (const auto& block : blocks_) bytes += static_cast<std::int64_t>(block.size() * sizeof(T));
   return bytes;
 }
 

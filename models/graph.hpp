@@ -21,29 +21,30 @@
 // reader to run backward writes the activation's gradient array directly; every later one
 // writes a scratch array (the same owned box, with at least the halo that reader needs)
 // whose owned cells — complete once that reader's accumulate exchange is done — are then
-// added into the gradient. Scratch arrays are pooled per (grid, shape), as many as one node
-// needs at once (usually one), and shared by every activation of that shape: a ResNet of
-// equal blocks needs one. The gradient of an activation is final once its producer's
+// added into the gradient. The gradient of an activation is final once its producer's
 // backward starts (every reader comes later in the order), so after_layer(i) still marks
 // node i's parameter gradients final for the gradient buckets.
 //
-// Memory. Every buffer is allocated once, at construction, and a pass allocates nothing;
-// which arrays share a buffer is planned once by liveness (models/buffer_sharing.hpp):
+// Memory. Every array is allocated once, at construction, and a pass allocates nothing.
+// The arrays — activations, gradients (with their activation's halo), scratch sums — lie in
+// a block shared by liveness (models/buffer_sharing.hpp): each at an offset of its own,
+// with its own shape and halo, planned once so that arrays alive at the same step never
+// overlap, whatever their shapes and grids:
 // - Passes::training: an activation lives from its producer's forward to the last step
 //   that reads it — its last reader's forward, the backward of each reader that reads its
 //   inputs again, its producer's backward where that reads its output
-//   (Layer::backward_reads) — and activations of one grid and shape whose lifetimes do
-//   not overlap share a buffer: batch norm's output before a relu (which keeps its
-//   output), a deconvolution's before a concat. activation(a) is valid until that last
-//   step; the input and the output stay. An activation's gradient lives from its first
-//   write (its last reader's backward) to its producer's backward; gradients and
-//   gradient-sum scratch arrays share buffers by the same rule, and with activations: one
-//   pool on one timeline, where a gradient takes a buffer an activation left. gradient(a)
-//   is valid from its first write until its producer's backward is done; gradient(0)
-//   after backward (not after backward_parameters, which does not compute it).
-// - Passes::training_with_activations_kept: every activation keeps its own buffer, for a
-//   caller that reads activations after forward (models/tica.hpp); gradients share among
-//   themselves as above (a chain needs two per shape).
+//   (Layer::backward_reads) — and arrays whose lifetimes do not overlap may share memory:
+//   batch norm's output before a relu (which keeps its output), a deconvolution's before a
+//   concat. activation(a) is valid until that last step; the input and the output have
+//   blocks of their own. An activation's gradient lives from its first write (its last
+//   reader's backward) to its producer's backward; gradients and gradient-sum scratch
+//   arrays share by the same rule, and with activations: one block on one timeline, where
+//   a gradient takes memory an activation left. gradient(a) is valid from its first
+//   write until its producer's backward is done; gradient(0) after backward (not after
+//   backward_parameters, which does not compute it).
+// - Passes::training_with_activations_kept: every activation keeps its own block, for a
+//   caller that reads activations after forward (models/tica.hpp); gradients share one
+//   among themselves as above.
 // - Passes::forward_only (evaluation, inference): no gradients, and activations share by
 //   the same rule forward — activation a lives from its producer to its last reader, so
 //   activation(a) is valid only until the nodes after its last reader overwrite it; the
@@ -76,7 +77,7 @@ using NamedParameters = std::vector<std::pair<std::string, layers::Parameter<T>*
 // model (models/tica.hpp's decoders) draw theirs as layers size(), size()+1, ...
 std::uint64_t layer_seed(std::uint64_t seed, std::size_t index);
 
-// What a model is built for: which buffers it keeps (see "Memory" above).
+// What a model is built for: which arrays it keeps (see "Memory" above).
 enum class Passes { training, training_with_activations_kept, forward_only };
 
 template <class T>
@@ -98,14 +99,14 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
 
   // What this rank would allocate for the same arguments, without allocating it: the
-  // parameters, the gradient buffers, then the activation buffers (in training the output's
-  // last; every shared buffer once).
+  // parameters, then the blocks of activations and gradients (in training the output's
+  // last).
   static MemoryPlan memory_plan(const GraphSpec& spec, const Shape4& input, const ProcessGrid& grid,
                                 const LayerRegistry& registry = LayerRegistry::global(),
                                 Passes passes = Passes::training);
 
   // The model's input array, allocated with (at least) the union of its readers' halos.
-  layers::Tensor<T>& input() { return activations_[activation_of_.front()]; }
+  layers::Tensor<T>& input() { return arrays_[activation_of_.front()]; }
 
   // Runs every node; returns the output. x: distributed as input() with at least its halo
   // — usually input() itself; it must stay alive until backward (layers keep it).
@@ -122,12 +123,12 @@ class Graph {
   // stem's backward-data call and exchange) and gradient(0) is left unspecified.
   void backward_parameters(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer = {});
 
-  // Activation i (0: the input, size(): the output) and its gradient array: buffers that
+  // Activation i (0: the input, size(): the output) and its gradient array: memory that
   // may be shared with other arrays' (see "Memory" above for when each is valid). The
   // gradients throw std::out_of_range in a forward-only model.
-  layers::Tensor<T>& activation(std::size_t i) { return activations_[activation_of_.at(i)]; }
-  const layers::Tensor<T>& activation(std::size_t i) const { return activations_[activation_of_.at(i)]; }
-  layers::Tensor<T>& gradient(std::size_t i) { return gradient_buffer(gradient_of_.at(i)); }
+  layers::Tensor<T>& activation(std::size_t i) { return arrays_[activation_of_.at(i)]; }
+  const layers::Tensor<T>& activation(std::size_t i) const { return arrays_[activation_of_.at(i)]; }
+  layers::Tensor<T>& gradient(std::size_t i) { return arrays_[gradient_of_.at(i)]; }
   const layers::Tensor<T>& output() const { return activation(size()); }
   layers::Tensor<T>& output_gradient() { return gradient(size()); }
   Passes passes() const { return passes_; }
@@ -141,7 +142,7 @@ class Graph {
 
   std::int64_t parameter_count();
   std::int64_t local_parameter_bytes();
-  // Every activation and gradient buffer (shared ones once), halos included.
+  // The blocks that hold the activations and gradients, halos included.
   std::int64_t local_activation_bytes() const;
   // One line per node: index, spec form (and name and inputs where not a chain step),
   // output shape, parameter count; then the total.
@@ -174,23 +175,28 @@ class Graph {
     std::vector<const layers::Tensor<T>*> xs, dxs;
     std::vector<std::pair<std::size_t, std::size_t>> sums;  // (scratch index, activation)
   };
-  struct BufferPlan {
-    const ProcessGrid* grid;
-    Shape4 shape;
-    HaloWidths halo;                  // the union of its arrays' halos
-    std::vector<std::size_t> owners;  // the activations whose arrays (or sums) it holds
-    bool holds_activation = false;    // an activation itself, not only gradients
+  // One array of the plan: activation a, its gradient, or a scratch array a gradient sum of
+  // a's reads — each with a's shape and halo, at an offset in a block laid out by liveness.
+  enum class Role { activation, gradient, scratch };
+  struct ArrayPlan {
+    std::size_t activation;
+    Role role;
+    std::size_t block = 0;
+    std::int64_t offset = 0;  // elements
   };
-  // Where gradient_of_ and scratch_use_ point: the activations' buffers in training with
-  // shared activations (one pool), else the gradients' own.
-  layers::Tensor<T>& gradient_buffer(std::size_t b) {
-    return passes_ == Passes::training ? activations_[b] : gradients_[b];
-  }
+  struct BlockPlan {
+    std::int64_t elements = 0;
+    std::vector<std::size_t> arrays;  // the arrays it holds
+  };
 
+  Box window_of(std::size_t array) const {  // this rank's window of array_plan_[array]
+    const std::size_t a = array_plan_[array].activation;
+    return Distribution(shapes_[a], grids_[a]->dims()).owned_box(grids_[a]->rank()).grow(halos_[a].below, halos_[a].above);
+  }
   void order(const GraphSpec& spec);  // checks the structure, fills nodes_ in topological order
   void build(const LayerRegistry& registry, std::uint64_t seed);
   void lay_out();       // partitions, halos_ (unions over readers), then plan_sharing()
-  void plan_sharing();  // which buffer holds each activation, gradient and scratch sum
+  void plan_sharing();  // where each activation, gradient and scratch sum lies
   void allocate();
   void place();
   void run_backward(const layers::Tensor<T>& dy, const std::function<void(std::size_t)>& after_layer,
@@ -204,10 +210,12 @@ class Graph {
   std::vector<std::unique_ptr<ProcessGrid>> head_grids_;  // owned by the model
   std::vector<std::unique_ptr<ProcessGrid>> layout_grids_;  // regrid targets, owned by the model
   std::vector<HaloWidths> halos_;                         // [a]: of activation a (and its gradient)
-  std::vector<BufferPlan> activation_plan_, gradient_plan_;  // [buffer]
-  std::vector<std::size_t> activation_of_, gradient_of_;     // [a]: its buffer
-  std::vector<std::vector<std::size_t>> scratch_use_;        // [node][slot]: gradient buffer of a sum, or npos (direct)
-  std::vector<layers::Tensor<T>> activations_, gradients_;   // the buffers
+  std::vector<ArrayPlan> array_plan_;    // [array]
+  std::vector<BlockPlan> block_plan_;    // [block]
+  std::vector<std::size_t> activation_of_, gradient_of_;  // [a]: its array
+  std::vector<std::vector<std::size_t>> scratch_use_;     // [node][slot]: the array of a sum, or kDirect
+  std::vector<Kokkos::View<T*, typename layers::Tensor<T>::memory_space>> blocks_;
+  std::vector<layers::Tensor<T>> arrays_;  // [array]: views into blocks_
 };
 
 extern template class Graph<float>;

@@ -1,5 +1,5 @@
-// Graph's buffers (models/graph.hpp, "Memory"): which buffer holds each activation,
-// gradient and gradient-sum scratch array, and allocating them once, at construction.
+// Graph's memory (models/graph.hpp, "Memory"): where each activation, gradient and
+// gradient-sum scratch array lies, and allocating the blocks once, at construction.
 #include "models/graph.hpp"
 
 #include <algorithm>
@@ -15,11 +15,10 @@ namespace tessera::models {
 namespace {
 
 using graph_internal::kDirect;
-using graph_internal::union_of;
 
 }  // namespace
 
-// Buffers by liveness (models/buffer_sharing.hpp), in the steps of a pass.
+// Arrays laid out by liveness (models/buffer_sharing.hpp), in the steps of a pass.
 //
 // Backward: the loss writes the output's gradient at step 0, node i runs at step
 // count - i. The gradient of activation a is first written by its last reader (the first
@@ -37,8 +36,8 @@ using graph_internal::union_of;
 // again, and its producer's backward where that reads its output (Layer::backward_reads).
 // The input and the output are kept past the pass (the loader and the loss use them), and
 // with Passes::training_with_activations_kept every activation is (its caller reads them).
-// With Passes::training, activations and gradients are one pool on this one timeline (the
-// backward steps above offset by count+1): a gradient takes a buffer an activation left.
+// With Passes::training, activations and gradients are one block on this one timeline (the
+// backward steps above offset by count+1): a gradient takes memory an activation left.
 template <class T>
 void Graph<T>::plan_sharing() {
   const std::size_t count = nodes_.size();
@@ -54,104 +53,72 @@ void Graph<T>::plan_sharing() {
     if (reads.output) last_training_read[i + 1] = std::max(last_training_read[i + 1], backward_step);
   }
   last_training_read.front() = last_training_read.back() = 2 * count + 2;  // kept past the pass
-  // Arrays may share only with arrays of the same grid and global shape (the buffer takes
-  // the union of their halos).
-  std::vector<std::pair<const ProcessGrid*, Shape4>> kinds;
-  const auto kind_of = [&](std::size_t a) {
-    const std::pair<const ProcessGrid*, Shape4> k{grids_[a], shapes_[a]};
-    const auto it = std::find(kinds.begin(), kinds.end(), k);
-    if (it != kinds.end()) return static_cast<std::size_t>(it - kinds.begin());
-    kinds.push_back(k);
-    return kinds.size() - 1;
-  };
-  // requests[r] is for activation owner[r] (its gradient, its activation, or a scratch sum);
-  // the first `activations` requests are activations themselves.
-  const auto plan = [&](const std::vector<BufferRequest>& requests, const std::vector<std::size_t>& owner,
-                        std::vector<BufferPlan>& buffers, std::size_t activations = 0) {
-    const std::vector<std::size_t> assigned = share_buffers(requests);
-    for (std::size_t r = 0; r < requests.size(); ++r) {
-      const std::size_t a = owner[r], b = assigned[r];
-      if (b >= buffers.size()) buffers.resize(b + 1, {nullptr, {}, HaloWidths{}, {}, false});
-      if (buffers[b].owners.empty()) buffers[b].grid = grids_[a], buffers[b].shape = shapes_[a];
-      buffers[b].halo = union_of(buffers[b].halo, halos_[a]);
-      buffers[b].owners.push_back(a);
-      buffers[b].holds_activation = buffers[b].holds_activation || r < activations;
-    }
-    return assigned;
-  };
 
+  // Every array is a request: those of kind kShared lie in one block, an array of a kind of
+  // its own has a block to itself.
+  constexpr std::size_t kShared = 0;
+  std::size_t next_alone = kShared + 1;
   std::vector<BufferRequest> requests;
-  std::vector<std::size_t> owner;
-  if (passes_ == Passes::forward_only) {
-    for (std::size_t a = 0; a <= count; ++a) {
-      requests.push_back({kind_of(a), a, a == count ? count + 1 : last_reader[a] + 1});
-      owner.push_back(a);
-    }
-    activation_of_ = plan(requests, owner, activation_plan_, count + 1);
-    scratch_use_.assign(count, std::vector<std::size_t>{});
-    return;
-  }
-  // Training with shared activations: activations and gradients in one timeline and one
-  // pool (a gradient takes a buffer an activation left): backward step s below is step
-  // count+1+s of the pass.
-  const bool one_pool = passes_ == Passes::training;
-  const std::size_t backward_start = one_pool ? count + 1 : 0;
-  if (one_pool) {
-    // The input and the output, kept past the pass, keep buffers of their own: the output's
-    // stays the last activation in the plan, where the trainer reads its size (and no halo
-    // of an earlier array's joins it).
-    const auto alone = [](std::size_t a) { return std::numeric_limits<std::size_t>::max() - a; };
-    for (std::size_t a = 0; a <= count; ++a) {
-      requests.push_back({a == 0 || a == count ? alone(a) : kind_of(a), a, last_training_read[a]});
-      owner.push_back(a);
-    }
-  } else {
-    for (std::size_t a = 0; a <= count; ++a) {
-      activation_plan_.push_back({grids_[a], shapes_[a], halos_[a], {a}, true});
-      activation_of_.push_back(a);
-    }
-  }
-  const std::size_t gradients_from = requests.size();
-  for (std::size_t a = 0; a <= count; ++a) {
-    const std::size_t first = a == count ? 0 : count - last_reader[a], last = a == 0 ? count + 1 : count - (a - 1);
-    requests.push_back({kind_of(a), backward_start + first, backward_start + last});
-    owner.push_back(a);
-  }
-  // Who writes which gradient in backward (reverse order): the first reader of an
-  // activation writes it, later ones a scratch array.
-  std::vector<bool> written(count + 1, false);
-  std::vector<std::pair<std::size_t, std::size_t>> scratch_slots;  // (node, slot) of request count+1+k
-  for (std::size_t i = count; i-- > 0;)
-    for (std::size_t slot = 0; slot < nodes_[i].inputs.size(); ++slot) {
-      const std::size_t a = nodes_[i].inputs[slot];
-      if (!written[a]) {
-        written[a] = true;
-        continue;
-      }
-      requests.push_back({kind_of(a), backward_start + count - i, backward_start + count - i});
-      owner.push_back(a);
-      scratch_slots.emplace_back(i, slot);
-    }
-  const std::vector<std::size_t> assigned =
-      plan(requests, owner, one_pool ? activation_plan_ : gradient_plan_, gradients_from);
-  if (one_pool) activation_of_.assign(assigned.begin(), assigned.begin() + static_cast<std::ptrdiff_t>(count + 1));
-  const auto gradients = assigned.begin() + static_cast<std::ptrdiff_t>(gradients_from);
-  gradient_of_.assign(gradients, gradients + static_cast<std::ptrdiff_t>(count + 1));
+  array_plan_.clear();
+  const auto add = [&](std::size_t a, Role role, bool alone, std::size_t first, std::size_t last) {
+    requests.push_back({alone ? next_alone++ : kShared, first, last,
+                        layers::Tensor<T>::window_elements(*grids_[a], shapes_[a], halos_[a])});
+    array_plan_.push_back({a, role});
+    return array_plan_.size() - 1;
+  };
+  activation_of_.clear();
+  gradient_of_.clear();
   scratch_use_.assign(count, {});
-  for (std::size_t i = 0; i < count; ++i) scratch_use_[i].assign(nodes_[i].inputs.size(), kDirect);
-  for (std::size_t k = 0; k < scratch_slots.size(); ++k)
-    scratch_use_[scratch_slots[k].first][scratch_slots[k].second] = gradients[static_cast<std::ptrdiff_t>(count + 1 + k)];
+  if (passes_ == Passes::forward_only) {
+    for (std::size_t a = 0; a <= count; ++a)
+      activation_of_.push_back(add(a, Role::activation, false, a, a == count ? count + 1 : last_reader[a] + 1));
+  } else {
+    // Training: activations and gradients on one timeline (backward step s above is step
+    // count+1+s of the pass), where a gradient takes memory an activation left. The input
+    // and the output, kept past the pass, have blocks of their own; with the activations
+    // kept, every activation has, and the gradients share one among themselves.
+    const bool kept = passes_ == Passes::training_with_activations_kept;
+    const std::size_t backward_start = kept ? 0 : count + 1;
+    for (std::size_t a = 0; a <= count; ++a)
+      activation_of_.push_back(add(a, Role::activation, kept || a == 0 || a == count, a, last_training_read[a]));
+    for (std::size_t a = 0; a <= count; ++a) {
+      const std::size_t first = a == count ? 0 : count - last_reader[a], last = a == 0 ? count + 1 : count - (a - 1);
+      gradient_of_.push_back(add(a, Role::gradient, false, backward_start + first, backward_start + last));
+    }
+    // Who writes which gradient in backward (reverse order): the first reader of an
+    // activation writes it, later ones a scratch array, summed in in the same step.
+    std::vector<bool> written(count + 1, false);
+    for (std::size_t i = 0; i < count; ++i) scratch_use_[i].assign(nodes_[i].inputs.size(), kDirect);
+    for (std::size_t i = count; i-- > 0;)
+      for (std::size_t slot = 0; slot < nodes_[i].inputs.size(); ++slot) {
+        const std::size_t a = nodes_[i].inputs[slot];
+        if (!written[a]) {
+          written[a] = true;
+          continue;
+        }
+        const std::size_t step = backward_start + count - i;
+        scratch_use_[i][slot] = add(a, Role::scratch, false, step, step);
+      }
+  }
+  // Every array starts at a multiple of 16 elements (a 64-byte line in fp32), for vector
+  // loads; the same offsets in either precision, so bf16 arrays take exactly half the bytes.
+  const BlockLayout layout = lay_out_blocks(requests, 16);
+  block_plan_.assign(layout.size.size(), BlockPlan{});
+  for (std::size_t b = 0; b < layout.size.size(); ++b) block_plan_[b].elements = layout.size[b];
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    array_plan_[r].block = layout.block[r];
+    array_plan_[r].offset = layout.offset[r];
+    block_plan_[layout.block[r]].arrays.push_back(r);
+  }
 }
 
 template <class T>
 void Graph<T>::allocate() {
-  for (std::size_t b = 0; b < activation_plan_.size(); ++b) {
-    const BufferPlan& p = activation_plan_[b];
-    activations_.emplace_back(*p.grid, p.shape, p.halo, "activation" + std::to_string(b));
-  }
-  for (std::size_t b = 0; b < gradient_plan_.size(); ++b) {
-    const BufferPlan& p = gradient_plan_[b];
-    gradients_.emplace_back(*p.grid, p.shape, p.halo, "d_activation" + std::to_string(b));
+  for (std::size_t b = 0; b < block_plan_.size(); ++b)
+    blocks_.emplace_back("graph_block" + std::to_string(b), static_cast<std::size_t>(block_plan_[b].elements));
+  for (const ArrayPlan& p : array_plan_) {
+    const std::size_t a = p.activation;
+    arrays_.emplace_back(*grids_[a], shapes_[a], halos_[a], blocks_[p.block].data() + p.offset);
   }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
@@ -160,7 +127,7 @@ void Graph<T>::allocate() {
       node.xs.push_back(&activation(a));
       if (passes_ == Passes::forward_only) continue;
       const std::size_t s = scratch_use_[i][slot];
-      node.dxs.push_back(s == kDirect ? &gradient(a) : &gradient_buffer(s));
+      node.dxs.push_back(s == kDirect ? &gradient(a) : &arrays_[s]);
       if (s != kDirect) node.sums.emplace_back(s, a);
     }
   }

@@ -14,7 +14,7 @@ namespace tessera::models::graph_internal {
 // directly, and a node not yet placed while order() sorts.
 inline constexpr std::size_t kDirect = std::numeric_limits<std::size_t>::max();
 
-// Per side, the wider of two halos: a buffer serves every reader of every array it holds.
+// Per side, the wider of two halos: an activation's serves every reader.
 inline HaloWidths union_of(const HaloWidths& a, const HaloWidths& b) {
   HaloWidths u;
   for (int d = 0; d < kDims; ++d) {

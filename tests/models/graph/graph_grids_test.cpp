@@ -127,9 +127,10 @@ void expect_parameters_only_matches_backward(const std::string& spec, const Shap
     if (dims[0] > 2) continue;
     SCOPED_TRACE(spec + " on grid " + format_grid(dims));
     const ProcessGrid grid(MPI_COMM_WORLD, dims);
-    // Activations kept apart from the gradients: the sentinel is written before backward,
-    // outside the input gradient's lifetime, where a shared pool may lend its buffer to an
-    // activation still to be read (models/graph.hpp, "Memory").
+    // Activations kept apart from the gradients (a test reads them), and the sentinel
+    // written as the input gradient's lifetime starts: once the node after its last reader
+    // is done (before backward where that reader is the last node), when no other array
+    // holds its buffer (models/graph.hpp, "Memory").
     const Passes kept = Passes::training_with_activations_kept;
     Sequential<float> full(spec, shape, grid, 7, LayerRegistry::global(), kept),
         only(spec, shape, grid, 7, LayerRegistry::global(), kept);
@@ -140,8 +141,14 @@ void expect_parameters_only_matches_backward(const std::string& spec, const Shap
       m->zero_grad();
     }
     full.backward(full.output_gradient());
-    only.gradient(0).fill_window(kSentinel);
-    only.backward_parameters(only.output_gradient());
+    std::size_t last_reader = 0;
+    for (std::size_t i = 0; i < only.size(); ++i)
+      for (const std::size_t a : only.node_inputs(i))
+        if (a == 0) last_reader = i;
+    if (last_reader + 1 == only.size()) only.gradient(0).fill_window(kSentinel);
+    only.backward_parameters(only.output_gradient(), [&](std::size_t i) {
+      if (i == last_reader + 1) only.gradient(0).fill_window(kSentinel);
+    });
     const std::vector<layers::Parameter<float>*> want = full.parameters(), got = only.parameters();
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < got.size(); ++i)

@@ -7,13 +7,16 @@
 // Per parameter: fp32 holds value and gradient (4 + 4 bytes); bf16 a bf16 value and an fp32
 // master and gradient (2 + 4 + 4). The local weights are tiled with the output (each rank
 // its output tile's rows x columns of filters), so on P ranks each holds its tile's share.
-// On one rank, per sample, training keeps every activation and plans the gradients:
-//   activations: the input; per stage the local output with l2pool's 2-cell padding
-//     halo, (S+4)^2 x 25, the l2pool output and the lcn output, S^2 x 25 each (lcn's window
-//     is clipped to the image: no halo);
-//   gradients: the input's; per stage one buffer with the 2-cell halo, (S+4)^2 x 25 (two
-//     arrays share it by liveness), and one S^2 x 25;
-// in the model's element type (2 bytes in bf16, 4 in fp32).
+// On one rank, per sample, training lays the activations and gradients out by liveness
+// (models/graph.hpp, "Memory"). Every activation is read again in backward (local and
+// l2pool read their inputs, lcn its input and output), so none is freed before the loss,
+// and the most are alive one step later, at lcn 2's backward: every activation — the
+// input (3 x 200^2) and the output (149^2 x 25), which have blocks of their own, and per
+// stage the local output with l2pool's 2-cell padding halo, (S+4)^2 x 25, the l2pool
+// output and the lcn output, S^2 x 25 each (lcn's window is clipped to the image: no
+// halo) — and two gradients of 149^2 x 25 (the output's and lcn 2's dx). The plan reaches
+// that bound up to each array's start at a multiple of 16 elements: elements, in the
+// model's element type (2 bytes in bf16, 4 in fp32).
 // The test prints the figures docs/models.md quotes:
 //   ctest --test-dir build -R models_cots11b_memory -V | grep cots-11b
 #include <gtest/gtest.h>
@@ -53,12 +56,16 @@ std::int64_t parameters_of_tile(std::int64_t ph, std::int64_t pw, std::int64_t h
   return total;
 }
 
-// Activation and gradient elements of one sample on one rank (module comment).
+// The most activation and gradient elements of one sample alive on one rank at one step
+// (module comment), and the padding at most 15 elements per array (20: ten activations and
+// their gradients) may add to it.
 std::int64_t one_rank_activation_elements() {
-  std::int64_t cells = 2 * kInputChannels * kSide * kSide;
-  for (const std::int64_t s : kSides) cells += kMaps * (2 * (s + 4) * (s + 4) + 3 * s * s);
+  const std::int64_t output = kMaps * kSides.back() * kSides.back();
+  std::int64_t cells = kInputChannels * kSide * kSide + 2 * output;  // the input; two gradients
+  for (const std::int64_t s : kSides) cells += kMaps * ((s + 4) * (s + 4) + 2 * s * s);
   return cells;
 }
+constexpr std::int64_t kMostPadding = 20 * 15;
 
 void print(const char* precision, const char* where, const MemoryPlan& plan) {
   std::string split;
@@ -83,10 +90,11 @@ TEST(Cots11bMemory, OneRankHoldsTheWholeModel) {
   EXPECT_EQ(fp32.total(MemoryUse::parameters), 8 * parameters);
   EXPECT_EQ(bf16.total(MemoryUse::parameters), 10 * parameters);
   const std::int64_t cells = one_rank_activation_elements();
-  EXPECT_EQ(fp32.total(MemoryUse::activations), 4 * cells);
-  EXPECT_EQ(bf16.total(MemoryUse::activations), 2 * cells);
-  EXPECT_EQ(fp32.total(), 8 * parameters + 4 * cells);
-  EXPECT_EQ(bf16.total(), 10 * parameters + 2 * cells);
+  EXPECT_GE(fp32.total(MemoryUse::activations), 4 * cells);
+  EXPECT_LE(fp32.total(MemoryUse::activations), 4 * (cells + kMostPadding));
+  EXPECT_EQ(bf16.total(MemoryUse::activations) * 2, fp32.total(MemoryUse::activations));
+  EXPECT_EQ(fp32.total(), 8 * parameters + fp32.total(MemoryUse::activations));
+  EXPECT_EQ(bf16.total(), 10 * parameters + bf16.total(MemoryUse::activations));
   print("fp32", "1 rank", fp32);
   print("bf16", "1 rank", bf16);
 }
@@ -109,7 +117,7 @@ TEST(Cots11bMemory, FourRanksHoldTheirTiles) {
   MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_EQ(all, parameters_of_tile(1, 1, 0, 0));
   EXPECT_EQ(2 * bf16.total(MemoryUse::activations), fp32.total(MemoryUse::activations));
-  // At least the owned quarter of every array of the one-rank plan, at most all of it.
+  // At least the owned quarter of the one-rank plan, at most all of it.
   const std::int64_t cells = bf16.total(MemoryUse::activations) / 2;
   EXPECT_GT(4 * cells, one_rank_activation_elements());
   EXPECT_LT(cells, one_rank_activation_elements());

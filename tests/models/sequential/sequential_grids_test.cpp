@@ -206,16 +206,21 @@ TEST(SequentialOnGrids, BucketsDuringBackwardEqualOneReductionAfter) {
     SCOPED_TRACE(format_grid(dims));
     const ProcessGrid grid(MPI_COMM_WORLD, dims);
     Sequential<float> model("conv(out=4,k=3,pad=1),relu,gap,linear(out=6),relu,linear(out=3)", shape, grid, 5);
-    scatter(x, model.input());
-    const layers::Tensor<float>& logits = model.forward(model.input());
-    layers::cross_entropy_loss(logits, owned_labels(logits, labels), model.output_gradient());
-
+    // A forward pass before each backward: backward's gradients take the memory of the
+    // activations it has read (models/graph.hpp, "Memory").
+    const auto forward = [&] {
+      scatter(x, model.input());
+      const layers::Tensor<float>& logits = model.forward(model.input());
+      layers::cross_entropy_loss(logits, owned_labels(logits, labels), model.output_gradient());
+    };
+    forward();
     model.zero_grad();
     model.backward(model.output_gradient());
     layers::reduce_gradients(model.parameters(), grid);
     std::vector<std::vector<double>> after;
     for (layers::Parameter<float>* p : model.parameters()) after.push_back(host_vector(p->grad));
 
+    forward();
     model.zero_grad();
     layers::GradientBuckets<float> buckets(grid, /*bucket_bytes=*/16);
     model.backward(model.output_gradient(), [&](std::size_t i) {
