@@ -23,10 +23,8 @@ BlockLayout lay_out_blocks(const std::vector<BufferRequest>& requests, std::int6
   std::stable_sort(by_start.begin(), by_start.end(),
                    [&](std::size_t a, std::size_t b) { return requests[a].first < requests[b].first; });
   std::map<std::size_t, std::size_t> block_of_kind;
-  for (const std::size_t r : by_start) {
-    const auto [it, added] = block_of_kind.try_emplace(requests[r].kind, block_of_kind.size());
-    layout.block[r] = it->second;
-  }
+  for (const std::size_t r : by_start)
+    layout.block[r] = block_of_kind.try_emplace(requests[r].kind, block_of_kind.size()).first->second;
   layout.size.assign(block_of_kind.size(), 0);
 
   std::vector<std::size_t> by_size = by_start;
@@ -39,7 +37,8 @@ BlockLayout lay_out_blocks(const std::vector<BufferRequest>& requests, std::int6
     std::vector<std::size_t>& in_block = placed[layout.block[r]];
     taken.clear();
     for (const std::size_t other : in_block)
-      if (overlap(q, requests[other])) taken.emplace_back(layout.offset[other], layout.offset[other] + requests[other].size);
+      if (overlap(q, requests[other]))
+        taken.emplace_back(layout.offset[other], layout.offset[other] + requests[other].size);
     std::int64_t at = 0;  // taken is in offset order: the first gap that holds q
     for (const auto& [begin, end] : taken) {
       if (at + q.size <= begin) break;
