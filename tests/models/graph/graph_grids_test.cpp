@@ -130,7 +130,7 @@ void expect_parameters_only_matches_backward(const std::string& spec, const Shap
     // Activations kept apart from the gradients (a test reads them), and the sentinel
     // written as the input gradient's lifetime starts: once the node after its last reader
     // is done (before backward where that reader is the last node), when no other array
-    // holds its buffer (models/graph.hpp, "Memory").
+    // holds its memory (models/graph.hpp, "Memory").
     const Passes kept = Passes::training_with_activations_kept;
     Sequential<float> full(spec, shape, grid, 7, LayerRegistry::global(), kept),
         only(spec, shape, grid, 7, LayerRegistry::global(), kept);

@@ -1,4 +1,4 @@
-// Graph models' buffers shared by liveness (models/buffer_sharing.hpp): the plan itself,
+// Graph models' memory shared by liveness (models/buffer_sharing.hpp): the layout itself,
 // the planned bytes of a chain and of the presets, and forward-only models on every grid.
 #include <gtest/gtest.h>
 
@@ -109,14 +109,14 @@ TEST(GraphMemory, PresetsPlanFewerBytesThanOneArrayPerTensor) {
   }
 }
 
-// In training, an activation's buffer takes another array once no later step reads it
+// In training, an activation's memory takes another array once no later step reads it
 // (Layer::backward_reads): every built-in layer must declare all it reads. Chains of one
-// layer at equal shapes make each freed buffer the next activation's, so a layer that read
-// an input or output it did not declare would compute from overwritten cells; the
-// gradients must be those of the model that keeps every activation, to fp32 rounding, on
-// every grid. (Declaring no input read for conv, or no output read for relu, fails this.)
+// layer at equal shapes hand each freed activation's memory to the next, so a layer that
+// read an input or output it did not declare would compute from overwritten cells; the
+// gradients must be those of the model that keeps every activation, bit for bit, on every
+// grid. (Declaring no input read for conv, or no output read for relu, fails this.)
 TEST(GraphMemory, SharedActivationsGiveTheGradientsOfKeptOnes) {
-  // Every array keeps its own shape and halo in the buffer it shares, so the arithmetic is
+  // Every array keeps its own shape and halo in the memory it shares, so the arithmetic is
   // the same: bit for bit. Cells read after another array overwrote them are off by their
   // whole size.
   constexpr double kRounding = 0.0;
@@ -148,7 +148,7 @@ TEST(GraphMemory, SharedActivationsGiveTheGradientsOfKeptOnes) {
       expect_step_matches(shared, run_step(grid, spec, shape, x, Passes::training_with_activations_kept), kRounding);
     }
   }
-  // The chain of convolutions does share: its inner activations take turns in buffers.
+  // The chain of convolutions does share: its inner activations take turns in memory.
   const ProcessGrid self(MPI_COMM_SELF, {1, 1, 1});
   const std::string chain = four("conv(out=4,k=3,pad=1),batchnorm,relu");
   EXPECT_LT(Sequential<float>::memory_plan(chain, {2, 4, 8, 9}, self).total(MemoryUse::activations),
@@ -157,7 +157,7 @@ TEST(GraphMemory, SharedActivationsGiveTheGradientsOfKeptOnes) {
                 .total(MemoryUse::activations));
 }
 
-// A forward-only model (activations sharing buffers) computes what the training model
+// A forward-only model (activations sharing memory) computes what the training model
 // does, on every grid, in evaluation mode — and so what one rank computes.
 void expect_forward_only_matches(const std::string& spec, const Shape4& shape) {
   const HostArray<float> x = random_array(shape, 5);
@@ -174,7 +174,7 @@ void expect_forward_only_matches(const std::string& spec, const Shape4& shape) {
     if (tessera::testing::world_rank() == 0) {
       EXPECT_LE(relative_error(got, want), 1e-6);
     }
-    // A second pass reuses the same buffers and gives the same result.
+    // A second pass reuses the same memory and gives the same result.
     scatter(x, forward.input());
     const Vec again = gathered(forward.forward(forward.input()));
     if (tessera::testing::world_rank() == 0) {
