@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 
 namespace tessera::models {
 
@@ -123,56 +124,80 @@ std::string PeerProbe::diagnose(double timeout_s) const {
     int fd;
     State state = State::unreachable;
   };
-  // One connection per rank, to its first address (the others are tried only when the
+  // Tries the ranks `probed` names (every other one, when empty) for at most `timeout`:
+  // one connection per rank, to its first address (the others are tried only when the
   // first one has no route). All at once, non-blocking.
-  std::vector<Attempt> attempts;
-  for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
-    const Peer& p = peers_[static_cast<std::size_t>(r)];
-    if (r == rank_ || p.port == 0 || p.addresses.empty()) continue;
-    Attempt a{r, -1};
-    for (std::uint32_t address : p.addresses) {
-      const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (fd < 0) break;
-      sockaddr_in to{};
-      to.sin_family = AF_INET;
-      to.sin_port = htons(static_cast<std::uint16_t>(p.port));
-      to.sin_addr.s_addr = address;
-      const int done = connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to);
-      if (done == 0 || errno == EINPROGRESS) {
-        a.fd = fd;
-        if (done == 0) a.state = State::reachable;
-        break;
-      }
-      close(fd);
-      if (errno == ECONNREFUSED) {
-        a.state = State::gone;
-        break;
-      }
-    }
-    attempts.push_back(a);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  for (;;) {
-    std::vector<pollfd> waiting;
-    for (const Attempt& a : attempts)
-      if (a.fd >= 0 && a.state == State::unreachable) waiting.push_back({a.fd, POLLOUT, 0});
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (waiting.empty() || left.count() <= 0) break;
-    if (poll(waiting.data(), waiting.size(), static_cast<int>(left.count())) <= 0) break;
-    for (const pollfd& w : waiting) {
-      if (!w.revents) continue;
-      int error = 0;
-      socklen_t length = sizeof error;
-      getsockopt(w.fd, SOL_SOCKET, SO_ERROR, &error, &length);
-      for (Attempt& a : attempts)
-        if (a.fd == w.fd) {
-          a.state = error == 0 ? State::reachable : error == ECONNREFUSED ? State::gone : State::unreachable;
-          if (error != 0 && error != ECONNREFUSED) { close(a.fd); a.fd = -1; }  // no route: final
+  const auto probe = [&](double timeout, const std::vector<int>& probed) {
+    std::vector<Attempt> attempts;
+    for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
+      const Peer& p = peers_[static_cast<std::size_t>(r)];
+      if (r == rank_ || p.port == 0 || p.addresses.empty()) continue;
+      if (!probed.empty() && std::find(probed.begin(), probed.end(), r) == probed.end()) continue;
+      Attempt a{r, -1};
+      for (std::uint32_t address : p.addresses) {
+        const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) break;
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(static_cast<std::uint16_t>(p.port));
+        to.sin_addr.s_addr = address;
+        const int done = connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to);
+        if (done == 0 || errno == EINPROGRESS) {
+          a.fd = fd;
+          if (done == 0) a.state = State::reachable;
+          break;
         }
+        close(fd);
+        if (errno == ECONNREFUSED) {
+          a.state = State::gone;
+          break;
+        }
+      }
+      attempts.push_back(a);
     }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+    for (;;) {
+      std::vector<pollfd> waiting;
+      for (const Attempt& a : attempts)
+        if (a.fd >= 0 && a.state == State::unreachable) waiting.push_back({a.fd, POLLOUT, 0});
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (waiting.empty() || left.count() <= 0) break;
+      if (poll(waiting.data(), waiting.size(), static_cast<int>(left.count())) <= 0) break;
+      for (const pollfd& w : waiting) {
+        if (!w.revents) continue;
+        int error = 0;
+        socklen_t length = sizeof error;
+        getsockopt(w.fd, SOL_SOCKET, SO_ERROR, &error, &length);
+        for (Attempt& a : attempts)
+          if (a.fd == w.fd) {
+            a.state = error == 0 ? State::reachable : error == ECONNREFUSED ? State::gone : State::unreachable;
+            if (error != 0 && error != ECONNREFUSED) { close(a.fd); a.fd = -1; }  // no route: final
+          }
+      }
+    }
+    for (const Attempt& a : attempts)
+      if (a.fd >= 0) close(a.fd);
+    return attempts;
+  };
+  std::vector<Attempt> attempts = probe(timeout_s, {});
+  // A killed host's processes end one after another: a rank whose listening socket still
+  // stood a moment ago answers, though it is going too. So while some rank is found gone,
+  // the ranks that answered are tried again after a pause (0.1, 0.2, 0.4 s; a rank once
+  // gone stays gone), and the line names every rank lost with the first.
+  for (int pause_ms : {100, 200, 400}) {
+    std::vector<int> answered;
+    bool some_gone = false;
+    for (const Attempt& a : attempts) {
+      if (a.state == State::reachable) answered.push_back(a.rank);
+      some_gone = some_gone || a.state == State::gone;
+    }
+    if (!some_gone || answered.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    for (const Attempt& again : probe(timeout_s, answered))
+      if (again.state == State::gone)
+        for (Attempt& a : attempts)
+          if (a.rank == again.rank) a.state = State::gone;
   }
-  for (const Attempt& a : attempts)
-    if (a.fd >= 0) close(a.fd);
 
   // Group by state, then host: "unreachable: rank(s) 2, 3 on host h2 (10.77.0.2)".
   std::string text;
